@@ -1,0 +1,30 @@
+// The nn-meter command line: a thin client of libnnmeter. Each subcommand lives in its own
+// cmd_<name>.cpp and is added to the app by add_<name>_command(); cli.cpp lists them all.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nnmeter/registry.h"
+
+namespace nnmeter::cli {
+
+struct Context {
+  bool verbose = false;
+  bool json = false;  // machine-readable output on stdout, no progress
+  Registry registry;
+};
+
+// Runs the CLI on argv-style arguments (args[0] is the program name); returns the exit code.
+// Errors are printed as one "(nn-Meter) ..." line on stderr.
+int run(int argc, char** argv);
+
+// Subcommands. Each registers its options and a callback that does the work through libnnmeter.
+void add_register_commands(CLI::App& app, Context& ctx);  // register, unregister
+void add_workspace_commands(CLI::App& app, Context& ctx);  // create, connect
+void add_backend_commands(CLI::App& app, Context& ctx);    // backend NAME convert|run|profile, check-env, benchmark
+void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-data
+
+}  // namespace nnmeter::cli

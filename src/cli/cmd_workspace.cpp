@@ -1,0 +1,76 @@
+// nn-meter create / connect: workspaces and the connection test of a backend.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+#include "nnmeter/backend.h"
+#include "nnmeter/workspace.h"
+
+namespace nnmeter::cli {
+
+namespace {
+
+struct CreateArgs {
+  std::string tflite, openvino, customized, builtin, backend;
+};
+
+void create(Context& ctx, const CreateArgs& a) {
+  WorkspaceFlavor flavor;
+  std::string dir, platform;
+  if (!a.tflite.empty()) {
+    flavor = WorkspaceFlavor::Tflite, dir = a.tflite, platform = "tflite";
+  } else if (!a.openvino.empty()) {
+    flavor = WorkspaceFlavor::Openvino, dir = a.openvino, platform = "openvino";
+  } else if (!a.customized.empty()) {
+    flavor = WorkspaceFlavor::Customized, dir = a.customized, platform = "customized";
+  } else if (!a.builtin.empty()) {
+    flavor = WorkspaceFlavor::Builtin, dir = a.builtin, platform = a.backend;
+  } else {
+    throw Error("give one of --tflite-workspace, --openvino-workspace, --customized-workspace or --workspace "
+                "(see nn-meter create --help)");
+  }
+  const fs::path root = create_workspace(ctx.registry, dir, flavor, a.backend);
+  print_line(fmt::format("Workspace {} for {} platform has been created. Users could edit experiment config in {}/.",
+                         root.string(), platform, (root / "configs").string()));
+}
+
+void connect(Context& ctx, const std::string& backend_name, const std::string& workspace) {
+  const Workspace ws = Workspace::load(workspace);
+  auto backend = connect_backend(ctx.registry, backend_name, ws.backend_config,
+                                 (ws.configs_dir() / "backend_config.yaml").string());
+  // The backend's own words, unprefixed, as nn-Meter prints them.
+  std::cout << backend->test_connection() << std::endl;
+}
+
+}  // namespace
+
+void add_workspace_commands(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<CreateArgs>();
+  CLI::App* create_cmd = app.add_subcommand("create", "create a workspace for nn-Meter builder");
+  std::vector<CLI::Option*> where = {
+      create_cmd->add_option("--tflite-workspace", args->tflite, "path to place a tflite workspace for nn-Meter builder"),
+      create_cmd->add_option("--openvino-workspace", args->openvino,
+                             "path to place a openvino workspace for nn-Meter builder"),
+      create_cmd->add_option("--customized-workspace", args->customized,
+                             "path to place a customized workspace for nn-Meter builder. A customized backend should "
+                             "be register first (refer to `nn-meter register --h` for more help)."),
+      create_cmd->add_option("--workspace", args->builtin,
+                             "path to place a workspace for a builtin backend named by --backend")};
+  for (auto* a : where)
+    for (auto* b : where)
+      if (a != b) a->excludes(b);
+  create_cmd->add_option("--backend", args->backend, "the backend name for registered backend");
+  create_cmd->callback([&ctx, args] { create(ctx, *args); });
+
+  auto backend = std::make_shared<std::string>();
+  auto workspace = std::make_shared<std::string>();
+  CLI::App* connect_cmd = app.add_subcommand("connect", "connect to backend");
+  connect_cmd->add_option("--backend", *backend, "the backend name to test the connection")->required();
+  connect_cmd->add_option("--workspace", *workspace, "path to the workspace whose backend_config.yaml is used")
+      ->required();
+  connect_cmd->callback([&ctx, backend, workspace] { connect(ctx, *backend, *workspace); });
+}
+
+}  // namespace nnmeter::cli

@@ -1,0 +1,181 @@
+#include "common/io.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <yaml-cpp/yaml.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace nnmeter::io {
+
+namespace {
+
+std::string errno_text() { return std::strerror(errno); }
+
+Json node_to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : node) out.push_back(node_to_json(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = node_to_json(kv.second);
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      break;
+  }
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted scalar: always a string
+  if (text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  int64_t i = 0;
+  if (YAML::convert<int64_t>::decode(node, i)) return i;
+  double d = 0;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  bool b = false;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  return text;
+}
+
+void emit(YAML::Emitter& out, const Json& value) {
+  if (value.is_object()) {
+    out << YAML::BeginMap;
+    for (const auto& [key, item] : value.items()) {
+      out << YAML::Key << key << YAML::Value;
+      emit(out, item);
+    }
+    out << YAML::EndMap;
+  } else if (value.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& item : value) emit(out, item);
+    out << YAML::EndSeq;
+  } else if (value.is_null()) {
+    out << YAML::Null;
+  } else if (value.is_boolean()) {
+    out << (value.get<bool>() ? "TRUE" : "FALSE");
+  } else if (value.is_number_integer()) {
+    out << value.get<int64_t>();
+  } else if (value.is_number()) {
+    out << value.get<double>();
+  } else {
+    // A string that would read back as a number, boolean or null ("1.0", "TRUE", "") is quoted.
+    const std::string text = value.get<std::string>();
+    bool plain = false;
+    try {
+      plain = !text.empty() && node_to_json(YAML::Load(text)) == Json(text);
+    } catch (const YAML::Exception&) {
+    }
+    if (plain) {
+      out << text;
+    } else {
+      out << YAML::DoubleQuoted << text;
+    }
+  }
+}
+
+}  // namespace
+
+std::string read_file(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw Error("file not found: " + path.string());
+  if (fs::is_directory(path, ec)) throw Error("expected a file but found a folder: " + path.string());
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read " + path.string() + ": " + errno_text());
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void write_file_atomic(const fs::path& path, std::string_view content) {
+  static std::atomic<unsigned> counter{0};
+  const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec) throw Error("cannot create folder " + parent.string() + ": " + ec.message());
+  const fs::path temp = parent / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
+                                  std::to_string(counter++));
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw Error("cannot write " + path.string() + ": " + errno_text());
+  size_t written = 0;
+  while (written < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + written, content.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const std::string reason = errno_text();
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throw Error("cannot write " + path.string() + ": " + reason);
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temp.c_str());
+    throw Error("cannot write " + path.string() + ": " + reason);
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temp.c_str());
+    throw Error("cannot write " + path.string() + ": " + reason);
+  }
+}
+
+Json load_json_file(const fs::path& path) {
+  const std::string text = read_file(path);
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw Error(path.string() + " is not valid JSON (byte " + std::to_string(e.byte) + ")");
+  }
+}
+
+void save_json_file(const fs::path& path, const Json& value) { write_file_atomic(path, value.dump(4) + "\n"); }
+
+Json yaml_to_json(const std::string& text, const std::string& origin) {
+  try {
+    return node_to_json(YAML::Load(text));
+  } catch (const YAML::Exception& e) {
+    throw Error(origin + " is not valid YAML (line " + std::to_string(e.mark.line + 1) + ": " + e.msg + ")");
+  }
+}
+
+Json load_yaml_file(const fs::path& path) { return yaml_to_json(read_file(path), path.string()); }
+
+std::string json_to_yaml(const Json& value) {
+  YAML::Emitter out;
+  emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+FileLock::FileLock(const fs::path& path) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot open lock file " + path.string() + ": " + errno_text());
+  while (::flock(fd_, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const std::string reason = errno_text();
+      ::close(fd_);
+      throw Error("cannot lock " + path.string() + ": " + reason);
+    }
+  }
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+}
+
+}  // namespace nnmeter::io

@@ -1,0 +1,42 @@
+// File helpers every module uses: reads that fail with a one-line Error naming the file, atomic writes
+// (temp file + fsync + rename, so a reader never sees half a file), an exclusive file lock, and the
+// YAML <-> JSON bridge (configs are held as JSON in memory).
+#pragma once
+
+#include <string_view>
+
+#include "nnmeter/common.h"
+
+namespace YAML {
+class Node;
+}
+
+namespace nnmeter::io {
+
+std::string read_file(const fs::path& path);
+// Writes `content` to `path` atomically; creates the parent folder.
+void write_file_atomic(const fs::path& path, std::string_view content);
+
+Json load_json_file(const fs::path& path);
+// Writes JSON with 4-space indentation and a trailing newline, atomically.
+void save_json_file(const fs::path& path, const Json& value);
+
+// Parses YAML text into JSON: integers, floats, booleans (TRUE/false/...), null for empty values,
+// strings otherwise. `origin` names the source in error messages.
+Json yaml_to_json(const std::string& text, const std::string& origin);
+Json load_yaml_file(const fs::path& path);
+std::string json_to_yaml(const Json& value);
+
+// Holds an exclusive flock() on `path` (created if needed) for the object's lifetime.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& path);
+  ~FileLock();
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace nnmeter::io

@@ -1,0 +1,4 @@
+#include "nnmeter/kernel.h"
+namespace nnmeter {
+std::vector<KernelInfo> builtin_kernels() { return {}; }
+}

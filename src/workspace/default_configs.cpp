@@ -1,0 +1,232 @@
+// The default workspace configs, as nn-Meter ships them (IMPLEMENT is onnx here: kernels and test cases
+// are generated as ONNX models).
+#include "workspace/default_configs.h"
+
+namespace nnmeter {
+
+std::string default_predictorbuild_config_yaml() {
+  return R"YAML(# nn-Meter kernel predictor build configuration (see README: "Building kernel predictors").
+# DETAIL: also store each kernel's config next to its latency in profiled_<kernel>.json.
+DETAIL: FALSE
+# IMPLEMENT: kernels are generated as ONNX models.
+IMPLEMENT: onnx
+# BATCH_SIZE: batch dimension of every generated kernel model.
+BATCH_SIZE: 1
+# KERNELS: the kernels build_latency_predictor builds, each with its adaptive-sampling settings.
+KERNELS:
+  conv-bn-relu:
+    INIT_SAMPLE_NUM: 10000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  dwconv-bn-relu:
+    INIT_SAMPLE_NUM: 5000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  maxpool:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  avgpool:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  fc:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  concat:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  split:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  channelshuffle:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  se:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  global-avgpool:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  bnrelu:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  bn:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  hswish:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  relu:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  addrelu:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+  add:
+    INIT_SAMPLE_NUM: 3000
+    FINEGRAINED_SAMPLE_NUM: 20
+    ITERATION: 3
+    ERROR_THRESHOLD: 0.1
+)YAML";
+}
+
+std::string default_ruletest_config_yaml() {
+  return R"YAML(# nn-Meter fusion-rule test configuration (see README: "Fusion rules").
+# DETAIL: also record the per-model latencies in detected_fusion_rule.json.
+DETAIL: FALSE
+IMPLEMENT: onnx
+# Input of 3-D test cases: [CIN, HW, HW]; of 1-D test cases (ops in LAYERS_1D): [SHAPE_1D].
+HW: 28
+CIN: 64
+SHAPE_1D: 428
+# Operator settings used by the test models.
+COUT: 128
+KERNEL_SIZE: 3
+PADDING: same
+STRIDES: 1
+POOL_STRIDES: 2
+# A pair op1_op2 is fused when (T1 + T2) - T12 > EMP_ALPHA * min(T1, T2).
+EMP_ALPHA: 0.5
+BASIC_TESTCASES:
+  - add_add
+  - add_avgpool
+  - add_concat
+  - add_conv
+  - add_convtrans
+  - add_dwconv
+  - add_fc
+  - add_relu
+  - add_reshape
+  - avgpool_add
+  - avgpool_avgpool
+  - avgpool_concat
+  - avgpool_conv
+  - avgpool_convtrans
+  - avgpool_dwconv
+  - avgpool_relu
+  - avgpool_reshape
+  - bn_relu
+  - concat_add
+  - concat_avgpool
+  - concat_concat
+  - concat_conv
+  - concat_convtrans
+  - concat_dwconv
+  - concat_fc
+  - concat_relu
+  - concat_reshape
+  - conv_add
+  - conv_avgpool
+  - conv_bn
+  - conv_concat
+  - conv_conv
+  - conv_convtrans
+  - conv_dwconv
+  - conv_hswish
+  - conv_relu
+  - conv_reshape
+  - conv_se
+  - convtrans_add
+  - convtrans_avgpool
+  - convtrans_concat
+  - convtrans_conv
+  - convtrans_convtrans
+  - convtrans_dwconv
+  - convtrans_relu
+  - convtrans_reshape
+  - dwconv_add
+  - dwconv_avgpool
+  - dwconv_bn
+  - dwconv_concat
+  - dwconv_conv
+  - dwconv_convtrans
+  - dwconv_dwconv
+  - dwconv_relu
+  - dwconv_reshape
+  - fc_add
+  - fc_concat
+  - fc_fc
+  - fc_relu
+  - fc_reshape
+  - relu_add
+  - relu_avgpool
+  - relu_concat
+  - relu_conv
+  - relu_convtrans
+  - relu_dwconv
+  - relu_fc
+  - relu_relu
+  - relu_reshape
+  - reshape_add
+  - reshape_avgpool
+  - reshape_concat
+  - reshape_conv
+  - reshape_convtrans
+  - reshape_dwconv
+  - reshape_fc
+  - reshape_relu
+  - reshape_reshape
+  - se_relu
+OTHER_TESTCASES:
+  - MON
+LAYERS_1D:
+  - fc
+)YAML";
+}
+
+std::string tflite_backend_config_yaml() {
+  return R"YAML(# TFLite benchmark_model over adb.
+# REMOTE_MODEL_DIR: folder on the device the model is pushed to.
+REMOTE_MODEL_DIR: /mnt/sdcard/tflite_bench
+# BENCHMARK_MODEL_PATH: benchmark_model binary on the device.
+BENCHMARK_MODEL_PATH: /data/local/tmp/benchmark_model
+# DEVICE_SERIAL: adb serial of the device (empty: the first device).
+DEVICE_SERIAL: ''
+# KERNEL_PATH: OpenCL kernel folder for GPU runs (empty: not passed).
+KERNEL_PATH: ''
+)YAML";
+}
+
+std::string openvino_backend_config_yaml() {
+  return R"YAML(# OpenVINO benchmark_app.
+# OPENVINO_ENV: virtualenv with OpenVINO's python requirements (empty: the current environment).
+OPENVINO_ENV: ''
+# OPTIMIZER_PATH: the model optimizer script.
+OPTIMIZER_PATH: /data/openvino_2019.2.242/deployment_tools/model_optimizer/mo_tf.py
+# OPENVINO_RUNTIME_DIR: folder holding benchmark_app.
+OPENVINO_RUNTIME_DIR: /data/openvino_2019.2.242/bin
+# DEVICE_SERIAL: serial port of the relay that power-cycles the stick.
+DEVICE_SERIAL: /dev/ttyUSB4
+# DATA_TYPE: precision of the converted model.
+DATA_TYPE: FP16
+)YAML";
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,2 @@
+// A shared library that is not an nn-Meter plugin: it lacks the entry point.
+extern "C" int not_a_plugin(void) { return 42; }

@@ -1,0 +1,13 @@
+// Plugin packages for tests: copies of the example plugins in a temporary folder with their meta files.
+#pragma once
+
+#include "support/test_support.h"
+
+namespace nnmeter::test {
+
+// Creates <dir>/backend.so + config.yaml + meta_backend.yaml (builtinName `name`, className myBackend).
+fs::path make_backend_package(const fs::path& dir, const std::string& name = "my_backend");
+// Creates <dir>/{kernel_script,config_sampler,feature_parser}.so + meta_kernel.yaml (builtin_name `name`).
+fs::path make_kernel_package(const fs::path& dir, const std::string& name = "mykernel");
+
+}  // namespace nnmeter::test

@@ -1,0 +1,44 @@
+// Shared test helpers: temporary folders and running the real nn-meter binary.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nnmeter::test {
+
+namespace fs = std::filesystem;
+
+// A fresh folder under the system temp dir, removed with everything in it when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs the nn-meter binary (posix_spawn, no shell) with `args`, NN_METER_HOME set to `home`, and extra
+// environment variables; captures both streams.
+CliResult run_cli(const std::vector<std::string>& args, const fs::path& home,
+                  const std::map<std::string, std::string>& env = {});
+
+// Runs any program by argv and captures both streams.
+CliResult run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+
+std::string read_text(const fs::path& path);
+void write_text(const fs::path& path, const std::string& text);
+
+}  // namespace nnmeter::test

@@ -1,0 +1,77 @@
+#include <gtest/gtest.h>
+
+#include "common/io.h"
+#include "nnmeter/backend.h"
+#include "nnmeter/latency.h"
+
+namespace nnmeter {
+namespace {
+
+TEST(Latency, ParsesAndFormatsNnMeterStrings) {
+  const Latency l = Latency::parse("37.53 +- 0.314");
+  EXPECT_DOUBLE_EQ(l.avg, 37.53);
+  EXPECT_DOUBLE_EQ(l.std, 0.314);
+  EXPECT_EQ(l.str(), "37.53 +- 0.314");
+  EXPECT_EQ(Latency::parse(l.str()).str(), l.str());
+  EXPECT_DOUBLE_EQ(Latency::parse("12").avg, 12.0);
+  for (const char* bad : {"", "abc", "1 +- x", "nan +- 1", "-3 +- 1", "1 +- 2 +- 3"})
+    EXPECT_THROW(Latency::parse(bad), Error) << bad;
+}
+
+TEST(Latency, AdditionCombinesDeviationsAndComparisonIsNotStrict) {
+  const Latency sum = Latency{1.0, 3.0} + Latency{2.0, 4.0};
+  EXPECT_DOUBLE_EQ(sum.avg, 3.0);
+  EXPECT_DOUBLE_EQ(sum.std, 5.0);
+  EXPECT_TRUE((Latency{1.0, 0} <= Latency{1.0, 0}));  // nn-Meter implemented <= as <
+  EXPECT_DOUBLE_EQ((Latency{2.0, 1.0} * 3).std, 3.0);
+}
+
+TEST(LatencyStats, MedianMeanStdMinMax) {
+  const auto s = LatencyStats::from_samples({4.0, 1.0, 3.0, 2.0});
+  EXPECT_EQ(s.count, 4);
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.mean, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1.0);
+  EXPECT_DOUBLE_EQ(s.max, 4.0);
+  EXPECT_NEAR(s.std, 1.2909944, 1e-6);
+  EXPECT_NEAR(s.cv(), 1.2909944 / 2.5, 1e-6);
+  EXPECT_DOUBLE_EQ(s.latency().avg, 2.5);
+}
+
+std::vector<BackendParam> params() {
+  return {{"NUM_THREADS", BackendParam::Type::Int, 1, "threads"},
+          {"MIN_TIME_MS", BackendParam::Type::Float, 10.0, "minimum measuring time"},
+          {"PIN", BackendParam::Type::Bool, true, "pin to a core"},
+          {"ISA", BackendParam::Type::String, "", "instruction set cap"}};
+}
+
+TEST(BackendParams, DefaultsAreFilledAndTypesChecked) {
+  const Json resolved = resolve_backend_config(params(), Json{{"NUM_THREADS", 2}, {"MIN_TIME_MS", 5}}, "cfg.yaml");
+  EXPECT_EQ(resolved["NUM_THREADS"], 2);
+  EXPECT_DOUBLE_EQ(resolved["MIN_TIME_MS"].get<double>(), 5.0);
+  EXPECT_EQ(resolved["PIN"], true);
+  EXPECT_EQ(resolved["ISA"], "");
+  try {
+    resolve_backend_config(params(), Json{{"NUM_THREAD", 2}}, "cfg.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'NUM_THREAD' (known keys: NUM_THREADS, MIN_TIME_MS, PIN, ISA)");
+  }
+  try {
+    resolve_backend_config(params(), Json{{"NUM_THREADS", "two"}}, "cfg.yaml");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "cfg.yaml: key 'NUM_THREADS' must be int but is \"two\"");
+  }
+  EXPECT_THROW(resolve_backend_config(params(), Json::array(), "cfg.yaml"), Error);
+}
+
+TEST(BackendParams, DefaultYamlRoundTripsThroughValidation) {
+  const std::string yaml = default_backend_config_yaml(params());
+  EXPECT_NE(yaml.find("# threads (int)\nNUM_THREADS: 1\n"), std::string::npos) << yaml;
+  const Json loaded = io::yaml_to_json(yaml, "default");
+  EXPECT_EQ(resolve_backend_config(params(), loaded, "default"), resolve_backend_config(params(), Json::object(), "d"));
+}
+
+}  // namespace
+}  // namespace nnmeter

@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "common/io.h"
+#include "nnmeter/registry.h"
+#include "nnmeter/workspace.h"
+#include "support/test_support.h"
+
+namespace nnmeter {
+namespace {
+
+using test::TempDir;
+
+TEST(Workspace, TfliteWorkspaceHasNnMeterDefaults) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const fs::path root = create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite);
+  const Workspace ws = Workspace::load(root);
+  EXPECT_EQ(ws.backend_config["REMOTE_MODEL_DIR"], "/mnt/sdcard/tflite_bench");
+  EXPECT_EQ(ws.backend_config["BENCHMARK_MODEL_PATH"], "/data/local/tmp/benchmark_model");
+  EXPECT_EQ(ws.predictorbuild_config["IMPLEMENT"], "onnx");
+  EXPECT_EQ(ws.predictorbuild_config["BATCH_SIZE"], 1);
+  EXPECT_EQ(ws.predictorbuild_config["DETAIL"], false);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"].size(), 16u);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["conv-bn-relu"]["INIT_SAMPLE_NUM"], 10000);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["dwconv-bn-relu"]["INIT_SAMPLE_NUM"], 5000);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["add"]["ERROR_THRESHOLD"], 0.1);
+  EXPECT_EQ(ws.ruletest_config["EMP_ALPHA"], 0.5);
+  EXPECT_EQ(ws.ruletest_config["BASIC_TESTCASES"].size(), 79u);
+  EXPECT_EQ(ws.ruletest_config["OTHER_TESTCASES"], Json::array({"MON"}));
+  EXPECT_EQ(ws.ruletest_config["LAYERS_1D"], Json::array({"fc"}));
+  EXPECT_EQ(ws.predictor_build_dir(), root / "predictor_build");
+  EXPECT_EQ(ws.fusion_rule_test_dir(), root / "fusion_rule_test");
+}
+
+TEST(Workspace, OpenvinoKeysHaveNoStrayApostrophes) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const Workspace ws = Workspace::load(create_workspace(registry, tmp / "ws", WorkspaceFlavor::Openvino));
+  EXPECT_EQ(ws.backend_config["DATA_TYPE"], "FP16");
+  EXPECT_TRUE(ws.backend_config.contains("OPTIMIZER_PATH"));
+}
+
+TEST(Workspace, PartialKernelSettingsAreCompletedFromDefaults) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const fs::path root = create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite);
+  io::write_file_atomic(root / "configs" / "predictorbuild_config.yaml",
+                        "BATCH_SIZE: 2\nKERNELS:\n  conv-bn-relu:\n    INIT_SAMPLE_NUM: 50\n  mykernel:\n");
+  const Workspace ws = Workspace::load(root);
+  EXPECT_EQ(ws.predictorbuild_config["BATCH_SIZE"], 2);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"].size(), 2u);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["conv-bn-relu"]["INIT_SAMPLE_NUM"], 50);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["conv-bn-relu"]["ITERATION"], 3);
+  EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["mykernel"]["INIT_SAMPLE_NUM"], 1000);
+}
+
+TEST(Workspace, ExistingConfigsAreNeverOverwritten) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const fs::path root = create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite);
+  io::write_file_atomic(root / "configs" / "ruletest_config.yaml", "HW: 14\n");
+  create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite);
+  EXPECT_EQ(test::read_text(root / "configs" / "ruletest_config.yaml"), "HW: 14\n");
+}
+
+TEST(Workspace, MalformedOrMissingFilesAreNamed) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const fs::path root = create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite);
+  io::write_file_atomic(root / "configs" / "ruletest_config.yaml", "HW: [1, 2\n");
+  try {
+    Workspace::load(root);
+    FAIL() << "malformed yaml accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ruletest_config.yaml is not valid YAML"), std::string::npos) << e.what();
+  }
+  fs::remove(root / "configs" / "ruletest_config.yaml");
+  try {
+    Workspace::load(root);
+    FAIL() << "missing file accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no configs/ruletest_config.yaml"), std::string::npos) << e.what();
+  }
+  io::write_file_atomic(root / "configs" / "ruletest_config.yaml", "- just\n- a list\n");
+  EXPECT_THROW(Workspace::load(root), Error);
+  EXPECT_THROW(Workspace::load(tmp / "nowhere"), Error);
+}
+
+TEST(YamlBridge, ScalarsKeepTheirTypes) {
+  const Json j = io::yaml_to_json("a: 1\nb: 0.5\nc: TRUE\nd: false\ne:\nf: text\ng: '12'\nh: [1, x]\n", "test");
+  EXPECT_TRUE(j["a"].is_number_integer());
+  EXPECT_DOUBLE_EQ(j["b"].get<double>(), 0.5);
+  EXPECT_EQ(j["c"], true);
+  EXPECT_EQ(j["d"], false);
+  EXPECT_TRUE(j["e"].is_null());
+  EXPECT_EQ(j["f"], "text");
+  EXPECT_EQ(j["g"], "12");
+  EXPECT_EQ(j["h"], Json::array({1, "x"}));
+  EXPECT_EQ(io::yaml_to_json(io::json_to_yaml(j), "round trip"), j);
+}
+
+TEST(AtomicWrite, ReplacesContentAndLeavesNoTempFile) {
+  TempDir tmp;
+  io::write_file_atomic(tmp / "sub" / "f.txt", "one");
+  io::write_file_atomic(tmp / "sub" / "f.txt", "two");
+  EXPECT_EQ(io::read_file(tmp / "sub" / "f.txt"), "two");
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(tmp / "sub")) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, 1);
+  EXPECT_THROW(io::write_file_atomic("/proc/nnmeter-cannot-write/x", "y"), Error);
+  EXPECT_THROW(io::read_file(tmp / "missing"), Error);
+}
+
+}  // namespace
+}  // namespace nnmeter
