@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job, end to end on this machine: build nn-meter, then walk through nn-Meter's workflow with the
-# embedded onednn_cpu backend and the example plugins, in a throw-away NN_METER_HOME and workspace.
+# The main job, end to end on this machine: build nn-meter; walk through registration with the example
+# plugins; then build kernel latency predictors for onednn_cpu (the embedded backend) for the main kernels
+# with modest sample counts, print their accuracy table and register the predictor. About 15 minutes on
+# 2 cores. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,9 +25,7 @@ cp build/examples/plugins/custom_kernel/{kernel_script,config_sampler,feature_pa
 
 step --list-backends
 step --list-kernels
-step check-env || true
-step create --workspace "$out/onednn_ws" --backend onednn_cpu
-step connect --backend onednn_cpu --workspace "$out/onednn_ws"
+step check-env
 step register --backend "$pkg/meta_backend.yaml"
 step register --kernel "$kpkg/meta_kernel.yaml"
 step create --customized-workspace "$out/custom_ws" --backend my_backend
@@ -35,3 +35,29 @@ step --list-kernels
 step unregister --backend my_backend
 step unregister --kernel mykernel
 step --list-backends
+
+# Kernel predictors for onednn_cpu: modest sample counts (nn-Meter's defaults are 10000 / 5000 / 3000).
+ws="$out/onednn_ws"
+step create --workspace "$ws" --backend onednn_cpu
+step connect --backend onednn_cpu --workspace "$ws"
+cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
+DETAIL: FALSE
+IMPLEMENT: onnx
+BATCH_SIZE: 1
+KERNELS:
+  conv-bn-relu:   {INIT_SAMPLE_NUM: 120, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  dwconv-bn-relu: {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  fc:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  maxpool:        {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  avgpool:        {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  global-avgpool: {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  se:             {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  hswish:         {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  relu:           {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  add:            {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  bnrelu:         {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  concat:         {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+YAML
+step build --workspace "$ws" --backend onednn_cpu --predictor-name onednn_cpu_demo
+step register --predictor "$ws/predictor_build/predictor/meta.yaml"
+step --list-predictors

@@ -15,6 +15,10 @@ class Registry;
 // A kernel configuration, e.g. {"HW": 28, "CIN": 32, "COUT": 64, "KERNEL_SIZE": 3, "STRIDES": 1}.
 using KernelConfig = Json;
 
+// Builtin kernels build NCHW float32 opset-13 models with one graph input per entry of
+// input_tensor_shape and random weights as initializers (src/kernels/). Both methods validate the config
+// and throw Error (one line naming the kernel and key) for a missing key, a non-integer, zero, negative
+// or absurd value; generate_config_sample calls input_tensor_shape on every config before writing files.
 class Kernel {
  public:
   virtual ~Kernel() = default;
@@ -24,11 +28,14 @@ class Kernel {
   virtual std::string build_onnx(const KernelConfig& config, int batch_size) const = 0;
 };
 
+// Builtin samplers read the prior CSVs compiled into the library, or the folder named by
+// predictorbuild_config key PRIOR_CONFIG_LIB (conv.csv, dwconv.csv, fc.csv, pooling.csv) when set.
 class ConfigSampler {
  public:
   virtual ~ConfigSampler() = default;
+  // Exactly sample_num configs for builtin samplers; the same seed gives the same configs.
   virtual std::vector<KernelConfig> prior_config_sampling(int sample_num, uint64_t seed) = 0;
-  // Samples around `configs` (the configs of large-error points).
+  // Samples up to `sample_num` configs around each of `configs` (the configs of large-error points).
   virtual std::vector<KernelConfig> finegrained_config_sampling(int sample_num, const std::vector<KernelConfig>& configs,
                                                                 uint64_t seed) = 0;
 };

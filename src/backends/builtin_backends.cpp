@@ -1,4 +1,9 @@
+// The backends compiled into libnnmeter, in listing order.
+#include "backends/onednn/onednn_backend.h"
 #include "nnmeter/backend.h"
+
 namespace nnmeter {
-std::vector<BackendInfo> builtin_backends() { return {}; }
-}
+
+std::vector<BackendInfo> builtin_backends() { return {onednn::backend_info()}; }
+
+}  // namespace nnmeter

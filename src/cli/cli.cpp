@@ -104,6 +104,7 @@ int run(int argc, char** argv) {
   add_workspace_commands(app, *ctx);
   add_backend_commands(app, *ctx);
   add_sample_commands(app, *ctx);
+  add_builder_commands(app, *ctx);
 
   // Subcommand callbacks run after the whole line is parsed, so logging is set up before they start.
   app.parse_complete_callback([&] {

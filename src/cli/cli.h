@@ -26,5 +26,6 @@ void add_register_commands(CLI::App& app, Context& ctx);  // register, unregiste
 void add_workspace_commands(CLI::App& app, Context& ctx);  // create, connect
 void add_backend_commands(CLI::App& app, Context& ctx);    // backend NAME convert|run|profile, check-env, benchmark
 void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-data
+void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile, profile-worker (internal)
 
 }  // namespace nnmeter::cli

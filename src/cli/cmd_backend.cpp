@@ -1,4 +1,320 @@
+// nn-meter backend NAME convert|run|profile, check-env and benchmark: MMDeploy's backend manager as a
+// console tool. The flags of `backend NAME ...` are generated from the parameters the backend declares,
+// so a registered plugin gets the same tool as a builtin.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <thread>
+
 #include "cli/cli.h"
+#include "cli/output.h"
+#include "common/io.h"
+#include "common/tensor_proto.h"
+#include "nnmeter/backend.h"
+
 namespace nnmeter::cli {
-void add_backend_commands(CLI::App&, Context&) {}
+
+namespace {
+
+// Raw values of the generated parameter flags, converted to the declared types once parsing is done.
+struct ParamFlags {
+  std::vector<BackendParam> params;
+  std::map<std::string, std::string> raw;  // param name -> text given on the command line
+  std::string config_file;
+};
+
+std::string flag_name(const std::string& param) {
+  std::string out = "--";
+  for (char c : param) out += c == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
+
+Json typed_value(const BackendParam& p, const std::string& text) {
+  const std::string flag = flag_name(p.name);
+  try {
+    size_t used = 0;
+    switch (p.type) {
+      case BackendParam::Type::Int: {
+        const long long v = std::stoll(text, &used);
+        if (used == text.size()) return v;
+        break;
+      }
+      case BackendParam::Type::Float: {
+        const double v = std::stod(text, &used);
+        if (used == text.size()) return v;
+        break;
+      }
+      case BackendParam::Type::Bool:
+        if (text == "true" || text == "TRUE" || text == "True" || text == "1" || text == "yes") return true;
+        if (text == "false" || text == "FALSE" || text == "False" || text == "0" || text == "no") return false;
+        break;
+      case BackendParam::Type::String:
+        return text;
+    }
+  } catch (const std::exception&) {
+  }
+  throw Error(fmt::format("{} expects {} but got '{}'", flag, to_string(p.type), text));
+}
+
+void add_param_flags(CLI::App* cmd, const std::shared_ptr<ParamFlags>& flags) {
+  cmd->add_option("--config", flags->config_file, "backend_config.yaml to start from (flags override its keys)");
+  for (const auto& p : flags->params) {
+    const std::string def = p.default_value.is_string() ? p.default_value.get<std::string>() : p.default_value.dump();
+    cmd->add_option_function<std::string>(
+           flag_name(p.name), [flags, name = p.name](const std::string& v) { flags->raw[name] = v; },
+           fmt::format("{} ({}, default: {})", p.help, to_string(p.type), def.empty() ? "''" : def))
+        ->type_name(to_string(p.type));
+  }
+}
+
+Json config_of(const ParamFlags& flags) {
+  Json config = flags.config_file.empty() ? Json::object() : io::load_yaml_file(flags.config_file);
+  if (config.is_null()) config = Json::object();
+  for (const auto& p : flags.params) {
+    const auto it = flags.raw.find(p.name);
+    if (it != flags.raw.end()) config[p.name] = typed_value(p, it->second);
+  }
+  return config;
+}
+
+std::unique_ptr<Backend> connect(Context& ctx, const std::string& name, const ParamFlags& flags) {
+  return connect_backend(ctx.registry, name, config_of(flags),
+                         flags.config_file.empty() ? "command-line flags" : flags.config_file);
+}
+
+// A work dir given by the user, or a temporary one removed when done.
+class WorkDir {
+ public:
+  explicit WorkDir(const std::string& given) {
+    if (!given.empty()) {
+      path_ = given;
+      return;
+    }
+    path_ = fs::temp_directory_path() / fmt::format("nn-meter-{}-{}", ::getpid(),
+                                                    std::chrono::steady_clock::now().time_since_epoch().count());
+    fs::create_directories(path_);
+    owned_ = true;
+  }
+  ~WorkDir() {
+    std::error_code ec;
+    if (owned_) fs::remove_all(path_, ec);
+  }
+  WorkDir(const WorkDir&) = delete;
+  WorkDir& operator=(const WorkDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+  bool owned_ = false;
+};
+
+void require_file(const std::string& path, const char* what) {
+  if (!fs::is_regular_file(path)) throw Error(fmt::format("{} '{}' does not exist or is not a file", what, path));
+}
+
+Json stats_json(const LatencyStats& s) {
+  return {{"latency", s.latency().str()}, {"mean_ms", s.mean}, {"std_ms", s.std}, {"median_ms", s.median},
+          {"min_ms", s.min}, {"max_ms", s.max}, {"count", s.count}, {"cv", s.cv()}, {"samples_ms", s.samples_ms}};
+}
+
+struct BackendArgs {
+  std::string onnx, work_dir, file_name, output_dir;
+  std::vector<std::string> inputs;
+};
+
+void do_convert(Context& ctx, const std::string& name, const ParamFlags& flags, const BackendArgs& a) {
+  require_file(a.onnx, "--onnx-path");
+  auto backend = connect(ctx, name, flags);
+  const auto files = backend->to_backend(a.onnx, a.work_dir, a.file_name);
+  if (ctx.json) {
+    Json out = Json::array();
+    for (const auto& f : files) out.push_back(f.string());
+    std::cout << Json{{"backend", name}, {"files", out}}.dump(2) << std::endl;
+    return;
+  }
+  print_line(fmt::format("{} converted {} into:", name, a.onnx));
+  for (const auto& f : files) print_line("  " + f.string());
+}
+
+// Inputs are matched by tensor name, else by position among the model's runtime inputs (the node-test
+// convention: input_0.pb is the first graph input).
+std::vector<Tensor> read_inputs(const std::vector<std::string>& files, const std::vector<std::string>& names) {
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < files.size(); ++i) {
+    require_file(files[i], "--input");
+    Tensor t = read_tensor_pb(files[i]);
+    if (std::find(names.begin(), names.end(), t.name) == names.end()) {
+      if (i >= names.size())
+        throw Error(fmt::format("{} inputs given but the model reads {} ({})", files.size(), names.size(), fmt::join(names, ", ")));
+      t.name = names[i];
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, const BackendArgs& a) {
+  require_file(a.onnx, "--onnx-path");
+  auto backend = connect(ctx, name, flags);
+  const WorkDir work(a.work_dir);
+  const auto files = backend->to_backend(a.onnx, work.path(), a.file_name);
+  auto wrapper = backend->build_wrapper(files);
+  const auto outputs = wrapper->forward(read_inputs(a.inputs, onnx_runtime_input_names(a.onnx)));
+  Json listing = Json::array();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const fs::path file = fs::path(a.output_dir) / fmt::format("output_{}.pb", i);
+    write_tensor_pb(file, outputs[i]);
+    listing.push_back({{"name", outputs[i].name}, {"shape", outputs[i].shape}, {"file", file.string()}});
+    if (!ctx.json)
+      print_line(fmt::format("output '{}' [{}] -> {}", outputs[i].name, fmt::join(outputs[i].shape, ","), file.string()));
+  }
+  if (ctx.json) std::cout << Json{{"backend", name}, {"outputs", listing}}.dump(2) << std::endl;
+}
+
+void do_profile(Context& ctx, const std::string& name, const ParamFlags& flags, const BackendArgs& a) {
+  require_file(a.onnx, "--onnx-path");
+  auto backend = connect(ctx, name, flags);
+  const WorkDir work(a.work_dir);
+  const auto stats = backend->profile(backend->to_backend(a.onnx, work.path(), a.file_name));
+  if (ctx.json) {
+    std::cout << Json{{"backend", name}, {"model", a.onnx}, {"stats", stats_json(stats)}}.dump(2) << std::endl;
+    return;
+  }
+  print_line(fmt::format("{} latency of {}: {} ms (median {:.4f}, mean {:.4f}, min {:.4f}, max {:.4f}, {} samples, CV "
+                         "{:.2f}%)", name, a.onnx, stats.latency().str(), stats.median, stats.mean, stats.min, stats.max,
+                         stats.count, 100 * stats.cv()));
+}
+
+void add_backend_tool(CLI::App* parent, Context& ctx, const BackendInfo& info) {
+  CLI::App* tool = parent->add_subcommand(info.name, fmt::format("console tool of the {} backend", info.name));
+  tool->require_subcommand(1);
+  const std::string name = info.name;
+  auto make = [&](const char* verb, const char* help, bool inputs) {
+    auto flags = std::make_shared<ParamFlags>();
+    flags->params = info.params;
+    auto args = std::make_shared<BackendArgs>();
+    CLI::App* cmd = tool->add_subcommand(verb, help);
+    cmd->add_option("--onnx-path", args->onnx, "ONNX model path.")->required();
+    cmd->add_option("--work-dir", args->work_dir, std::string("The working directory.") +
+                                                      (std::string(verb) == "convert" ? "" : " Default: a temporary one."));
+    cmd->add_option("--file-name", args->file_name, "File name of the converted model, without extension. Default: the "
+                                                    "ONNX file's stem.");
+    if (inputs) {
+      cmd->add_option("--input", args->inputs, "An input TensorProto .pb file; repeat for several inputs.")->required();
+      cmd->add_option("--output-dir", args->output_dir, "Where output_<i>.pb files are written.")->required();
+    }
+    add_param_flags(cmd, flags);
+    return std::tuple{cmd, flags, args};
+  };
+  {
+    auto [cmd, flags, args] = make("convert", "convert an ONNX model into the backend's files", false);
+    cmd->get_option("--work-dir")->required();
+    cmd->callback([&ctx, name, flags, args] { do_convert(ctx, name, *flags, *args); });
+  }
+  {
+    auto [cmd, flags, args] = make("run", "run an ONNX model on TensorProto .pb inputs and write .pb outputs", true);
+    cmd->callback([&ctx, name, flags, args] { do_run(ctx, name, *flags, *args); });
+  }
+  {
+    auto [cmd, flags, args] = make("profile", "measure the latency of an ONNX model", false);
+    cmd->callback([&ctx, name, flags, args] { do_profile(ctx, name, *flags, *args); });
+  }
+}
+
+std::vector<BackendInfo> all_backends(const Context& ctx) {
+  try {
+    return list_backends(ctx.registry);
+  } catch (const std::exception&) {
+    // A broken registry must not take the builtin tools down; check-env reports it.
+    return builtin_backends();
+  }
+}
+
+void check_env(Context& ctx) {
+  utsname u{};
+  uname(&u);
+  std::cout << "**********Environmental information**********\n";
+  std::cout << "sys.platform: " << u.sysname << " " << u.release << " " << u.machine << "\n";
+  std::cout << "CPUs: " << std::thread::hardware_concurrency() << "\n";
+  std::cout << "nn-Meter: " << nnmeter::version() << "\n";
+  std::cout << "**********Backend information**********\n";
+  std::vector<BackendInfo> infos;
+  try {
+    infos = list_backends(ctx.registry);
+  } catch (const std::exception& e) {
+    infos = builtin_backends();
+    std::cout << "registry:\tCheckFailed (" << e.what() << ")\n";
+  }
+  for (const auto& info : infos) std::cout << check_env_line(info) << "\n";
+  std::cout.flush();
+}
+
+struct BenchArgs {
+  std::string backend = "onednn_cpu", onnx;
+  int threads = 0, runs = 0, warmup = -1, rounds = 0;
+};
+
+void set_param(Json& config, const BackendInfo& info, const char* key, const Json& value, const char* flag) {
+  const bool declared = std::any_of(info.params.begin(), info.params.end(), [&](const BackendParam& p) { return p.name == key; });
+  if (!declared) throw Error(fmt::format("{} needs a backend with a {} parameter; {} has none", flag, key, info.name));
+  config[key] = value;
+}
+
+// Output in the spirit of TFLite's benchmark_model / onnxruntime_perf_test.
+void benchmark(Context& ctx, const BenchArgs& a) {
+  require_file(a.onnx, "--onnx");
+  const BackendInfo info = find_backend(ctx.registry, a.backend);
+  Json config = Json::object();
+  if (a.threads > 0) set_param(config, info, "NUM_THREADS", a.threads, "--threads");
+  if (a.runs > 0) set_param(config, info, "NUM_RUNS", a.runs, "--runs");
+  if (a.rounds > 0) set_param(config, info, "NUM_ROUNDS", a.rounds, "--rounds");
+  if (a.warmup >= 0) set_param(config, info, "WARMUP_RUNS", a.warmup, "--warmup");
+  const Json resolved = resolve_backend_config(info.params, config, "benchmark flags");
+  auto backend = info.create(resolved);
+  const WorkDir work("");
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto files = backend->to_backend(a.onnx, work.path(), "");
+  const double init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto s = backend->profile(files);
+  if (ctx.json) {
+    std::cout << Json{{"backend", a.backend}, {"model", a.onnx}, {"config", resolved}, {"init_ms", init_ms},
+                      {"stats", stats_json(s)}}
+                     .dump(2)
+              << std::endl;
+    return;
+  }
+  print_line(fmt::format("Model: {}  Backend: {} {}", a.onnx, a.backend, backend->get_version()));
+  print_line(fmt::format("Config: {}", resolved.dump()));
+  print_line(fmt::format("Initialized session in {:.3f}ms.", init_ms));
+  print_line(fmt::format("count={} min={:.4f} max={:.4f} avg={:.4f} std={:.4f} median={:.4f} (ms; one sample per round)",
+                         s.count, s.min, s.max, s.mean, s.std, s.median));
+  print_line(fmt::format("Latency: {} ms  ({:.2f} inferences/s, CV {:.2f}%)", s.latency().str(),
+                         s.median > 0 ? 1000.0 / s.median : 0.0, 100 * s.cv()));
+}
+
+}  // namespace
+
+void add_backend_commands(CLI::App& app, Context& ctx) {
+  CLI::App* backend = app.add_subcommand("backend", "console tools of the backends: convert, run, profile");
+  backend->require_subcommand(1);
+  for (const auto& info : all_backends(ctx)) add_backend_tool(backend, ctx, info);
+
+  app.add_subcommand("check-env", "print the version of every backend, builtin and registered (None if unavailable)")
+      ->callback([&ctx] { check_env(ctx); });
+
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* bench = app.add_subcommand("benchmark", "measure a whole model's latency on a backend");
+  bench->add_option("--backend", args->backend, "backend name")->capture_default_str();
+  bench->add_option("--onnx", args->onnx, "ONNX model path")->required();
+  bench->add_option("--threads", args->threads, "threads (the backend's NUM_THREADS)");
+  bench->add_option("--runs", args->runs, "timed runs per round (the backend's NUM_RUNS)");
+  bench->add_option("--rounds", args->rounds, "rounds (the backend's NUM_ROUNDS)");
+  bench->add_option("--warmup", args->warmup, "warm-up runs (the backend's WARMUP_RUNS)");
+  bench->callback([&ctx, args] { benchmark(ctx, *args); });
+}
+
+}  // namespace nnmeter::cli

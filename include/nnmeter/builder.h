@@ -1,0 +1,114 @@
+// The kernel predictor builder (nn-Meter's builder steps 2-5 and its end-to-end demo), bound to a
+// workspace: sample configs, generate kernel models, profile them on a backend in isolated workers,
+// extract features, train, and refine with adaptive (fine-grained) sampling around large errors.
+//
+// Files (under <ws>/predictor_build/):
+//   kernels/<kernel>_<mark>_<ID>.onnx, results/<kernel>_<mark>.json         (sampling)
+//   results/profiled_<kernel>.json, results/profile_journal_<kernel>.jsonl  (profiling; the journal is
+//   results/profile_error.log, converted/                                   the durable record, the json is
+//                                                                           rebuilt from it atomically)
+//   results/predictors/<kernel>_<mark>.json                                 (each trained regressor)
+//   results/collection/TestResult_<kernel>_<mark>.csv
+//   predictor/                       the finished predictor folder (build_latency_predictor)
+//   results/accuracy.json            the per-kernel accuracy table of build_latency_predictor
+#pragma once
+
+#include <optional>
+
+#include "nnmeter/kernel.h"
+#include "nnmeter/predictor.h"
+#include "nnmeter/registry.h"
+#include "nnmeter/sampling.h"
+#include "nnmeter/workspace.h"
+
+namespace nnmeter {
+
+struct BuilderSettings {
+  std::string backend;          // builtin or registered backend name
+  uint64_t seed = 1;            // sampling seed; every kernel and mark derives its own from it
+  double timeout_s = 300;       // per profiled model
+  fs::path worker_executable;   // the nn-meter binary; empty: find_worker_executable()
+  bool progress = true;         // progress lines on a terminal
+  RegressorMode regressor = RegressorMode::random_forest;
+};
+
+// Kernel data of one kernel type: {ID: {model, shapes, config, latency, ...}}.
+using KernelData = Json;
+
+// Reads the seed's (config json files, latency json files) pair into kernel data of `kernel_type`; IDs in
+// one list and not the other are reported (a latency without a config is an Error naming the file).
+KernelData load_kernel_data(const std::string& kernel_type, const std::vector<fs::path>& config_files,
+                            const std::vector<fs::path>& latency_files);
+
+struct PredictorBuildResult {
+  TrainResult train;                     // model, metrics, error points
+  double acc10 = 0;                      // ±10 % accuracy on the held-out 20 %
+  std::vector<KernelConfig> error_configs;
+  fs::path model_file;                   // results/predictors/<kernel>_<mark>.json
+};
+
+struct KernelBuildSummary {
+  std::string kernel;
+  size_t samples = 0;     // profiled samples used for training
+  size_t failed = 0;      // samples whose profiling failed
+  LatencyMetrics metrics; // of the last iteration's held-out split
+  std::vector<double> acc10_per_iteration;
+};
+
+class Builder {
+ public:
+  Builder(Workspace workspace, Registry registry, BuilderSettings settings);
+
+  const Workspace& workspace() const { return workspace_; }
+
+  // Profiles the models of `entries` ({ID: {model, ...}}) and returns them with "latency" added (failed
+  // ones without). Writes results/profiled_<kernel>.json, merged with what is already there.
+  KernelData profile_kernel_data(const std::string& kernel_type, const Json& entries);
+
+  // Steps 2-3: generate_config_sample + profile.
+  KernelData sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
+                                            const std::vector<KernelConfig>& configs, const std::string& mark);
+
+  // Step 4: features → 80/20 split → regressor → metrics → error configs; saves the regressor.
+  PredictorBuildResult build_predictor_by_data(const std::string& kernel_type, const KernelData& kernel_data,
+                                               double error_threshold, const std::string& mark);
+
+  std::pair<PredictorBuildResult, KernelData> build_initial_predictor_by_data(const std::string& kernel_type,
+                                                                              int init_sample_num,
+                                                                              double error_threshold,
+                                                                              const std::string& mark = "");
+  // Step 5: one round of fine-grained sampling around the current error configs, merged, retrained.
+  std::pair<PredictorBuildResult, KernelData> build_adaptive_predictor_by_data(const std::string& kernel_type,
+                                                                               const KernelData& kernel_data,
+                                                                               int finegrained_sample_num,
+                                                                               double error_threshold,
+                                                                               const std::string& mark = "");
+  // The end-to-end demo: initial prior sampling, then `iteration - 1` adaptive rounds.
+  std::pair<PredictorBuildResult, KernelData> build_predictor_for_kernel(const std::string& kernel_type, int init_sample_num,
+                                                                         int finegrained_sample_num, int iteration,
+                                                                         double error_threshold, const std::string& mark = "",
+                                                                         KernelBuildSummary* summary = nullptr);
+
+  // Every kernel of predictorbuild_config (or `kernels` if given) with its own settings, then a predictor
+  // folder (a final fit on all samples per kernel) at `folder` (default <ws>/predictor_build/predictor)
+  // named `name`. Returns the per-kernel summaries (also saved as results/accuracy.json).
+  std::vector<KernelBuildSummary> build_latency_predictor(const std::vector<std::string>& kernels = {},
+                                                          const std::string& name = "",
+                                                          const fs::path& folder = {});
+
+ private:
+  KernelSuite& suite(const std::string& kernel_type);
+  uint64_t seed_for(const std::string& kernel_type, const std::string& mark) const;
+  fs::path results_dir() const { return workspace_.predictor_build_dir() / "results"; }
+
+  Workspace workspace_;
+  Registry registry_;
+  BuilderSettings settings_;
+  std::map<std::string, KernelSuite> suites_;
+  std::map<std::string, size_t> failed_profiles_;  // per kernel, across this builder's runs
+};
+
+// The accuracy table as text, one row per kernel (samples, RMSE, RMSPE, ±5/10/15 %).
+std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries);
+
+}  // namespace nnmeter

@@ -1,0 +1,227 @@
+#include "backends/model_zoo.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <functional>
+
+#include "backends/onnx_builder.h"
+
+namespace nnmeter::zoo {
+
+namespace {
+
+using onnxgen::Builder;
+using S = std::string;
+
+S cbr(Builder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu(b.conv_bn(x, c, k, s, g)); }
+S cbr6(Builder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu6(b.conv_bn(x, c, k, s, g)); }
+S head(Builder& b, const S& x, int64_t classes = 1000) { return b.gemm(b.flatten(b.global_avgpool(x)), classes); }
+int64_t ch(Builder& b, const S& x) { return b.shape(x)[1]; }
+
+int64_t make_divisible(double v, int64_t d = 8) {
+  int64_t n = std::max<int64_t>(d, static_cast<int64_t>(v + d / 2.0) / d * d);
+  if (static_cast<double>(n) < 0.9 * v) n += d;
+  return n;
+}
+
+S mobilenet_v1(Builder& b, S x) {
+  x = cbr(b, x, 32, 3, 2);
+  const std::vector<std::pair<int64_t, int64_t>> cfg = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1},
+                                                        {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
+  for (auto [c, s] : cfg) x = cbr(b, cbr(b, x, ch(b, x), 3, s, ch(b, x)), c, 1);
+  return head(b, x);
+}
+
+S mobilenet_v2(Builder& b, S x) {
+  x = cbr6(b, x, 32, 3, 2);
+  const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
+  for (const auto& r : cfg)
+    for (int64_t i = 0; i < r[2]; ++i) {
+      const int64_t s = i == 0 ? r[3] : 1, in = ch(b, x), hidden = in * r[0];
+      S y = r[0] == 1 ? x : cbr6(b, x, hidden, 1);
+      y = b.conv_bn(cbr6(b, y, hidden, 3, s, hidden), r[1], 1);
+      x = s == 1 && in == r[1] ? b.add(x, y) : y;
+    }
+  return head(b, cbr6(b, x, 1280, 1));
+}
+
+S se_block(Builder& b, const S& x, int64_t squeeze, bool hard) {
+  const int64_t c = ch(b, x);
+  S s = b.global_avgpool(x);
+  s = b.conv(s, squeeze, 1, 1, 0, 1, true);
+  s = hard ? b.relu(s) : b.swish(s);
+  s = b.conv(s, c, 1, 1, 0, 1, true);
+  s = hard ? b.hardsigmoid(s) : b.sigmoid(s);
+  return b.mul(x, s);
+}
+
+S mobilenet_v3_large(Builder& b, S x) {
+  x = b.hardswish(b.conv_bn(x, 16, 3, 2));
+  struct L { int64_t k, exp, out; bool se, hs; int64_t s; };
+  const L cfg[] = {{3, 16, 16, false, false, 1},  {3, 64, 24, false, false, 2},  {3, 72, 24, false, false, 1},
+                   {5, 72, 40, true, false, 2},   {5, 120, 40, true, false, 1},  {5, 120, 40, true, false, 1},
+                   {3, 240, 80, false, true, 2},  {3, 200, 80, false, true, 1},  {3, 184, 80, false, true, 1},
+                   {3, 184, 80, false, true, 1},  {3, 480, 112, true, true, 1},  {3, 672, 112, true, true, 1},
+                   {5, 672, 160, true, true, 2},  {5, 960, 160, true, true, 1},  {5, 960, 160, true, true, 1}};
+  for (const auto& l : cfg) {
+    const int64_t in = ch(b, x);
+    auto act = [&](const S& v) { return l.hs ? b.hardswish(v) : b.relu(v); };
+    S y = l.exp == in ? x : act(b.conv_bn(x, l.exp, 1));
+    y = act(b.conv_bn(y, l.exp, l.k, l.s, l.exp));
+    if (l.se) y = se_block(b, y, make_divisible(static_cast<double>(l.exp) / 4), true);
+    y = b.conv_bn(y, l.out, 1);
+    x = l.s == 1 && in == l.out ? b.add(x, y) : y;
+  }
+  x = b.hardswish(b.conv_bn(x, 960, 1));
+  x = b.hardswish(b.gemm(b.flatten(b.global_avgpool(x)), 1280));
+  return b.gemm(x, 1000);
+}
+
+S resnet(Builder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
+  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 1);
+  int64_t width = 64;
+  for (size_t stage = 0; stage < blocks.size(); ++stage, width *= 2)
+    for (int i = 0; i < blocks[stage]; ++i) {
+      const int64_t s = stage > 0 && i == 0 ? 2 : 1, out = bottleneck ? width * 4 : width;
+      S y = bottleneck ? b.conv_bn(cbr(b, cbr(b, x, width, 1), width, 3, s), out, 1) : b.conv_bn(cbr(b, x, width, 3, s), out, 3);
+      const S identity = s != 1 || ch(b, x) != out ? b.conv_bn(x, out, 1, s) : x;
+      x = b.relu(b.add(y, identity));
+    }
+  return head(b, x);
+}
+
+S fire(Builder& b, const S& x, int64_t sq, int64_t e1, int64_t e3) {
+  const S s = b.relu(b.conv(x, sq, 1, 1, 0, 1, true));
+  return b.concat({b.relu(b.conv(s, e1, 1, 1, 0, 1, true)), b.relu(b.conv(s, e3, 3, 1, 1, 1, true))});
+}
+
+S squeezenet(Builder& b, S x) {
+  x = b.maxpool(b.relu(b.conv(x, 64, 3, 2, 0, 1, true)), 3, 2, 0, true);
+  x = b.maxpool(fire(b, fire(b, x, 16, 64, 64), 16, 64, 64), 3, 2, 0, true);
+  x = b.maxpool(fire(b, fire(b, x, 32, 128, 128), 32, 128, 128), 3, 2, 0, true);
+  x = fire(b, fire(b, fire(b, fire(b, x, 48, 192, 192), 48, 192, 192), 64, 256, 256), 64, 256, 256);
+  return b.flatten(b.global_avgpool(b.relu(b.conv(x, 1000, 1, 1, 0, 1, true))));
+}
+
+S shufflenet_v2(Builder& b, S x) {
+  x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
+  const int64_t outs[] = {116, 232, 464};
+  const int repeats[] = {4, 8, 4};
+  for (int st = 0; st < 3; ++st)
+    for (int i = 0; i < repeats[st]; ++i) {
+      const int64_t bf = outs[st] / 2;
+      S out;
+      if (i == 0) {
+        const int64_t in = ch(b, x);
+        const S b1 = cbr(b, b.conv_bn(x, in, 3, 2, in), bf, 1);
+        const S b2 = cbr(b, b.conv_bn(cbr(b, x, bf, 1), bf, 3, 2, bf), bf, 1);
+        out = b.concat({b1, b2});
+      } else {
+        const auto halves = b.split(x, {bf, bf});
+        const S b2 = cbr(b, b.conv_bn(cbr(b, halves[1], bf, 1), bf, 3, 1, bf), bf, 1);
+        out = b.concat({halves[0], b2});
+      }
+      x = b.channel_shuffle(out, 2);
+    }
+  return b.gemm(b.reduce_mean_hw(cbr(b, x, 1024, 1), false), 1000);
+}
+
+S mnasnet(Builder& b, S x) {
+  x = b.conv_bn(cbr(b, cbr(b, x, 32, 3, 2), 32, 3, 1, 32), 16, 1);
+  const int64_t cfg[][5] = {{3, 3, 2, 3, 24}, {3, 5, 2, 3, 40}, {6, 5, 2, 3, 80}, {6, 3, 1, 2, 96}, {6, 5, 2, 4, 192}, {6, 3, 1, 1, 320}};
+  for (const auto& r : cfg)
+    for (int64_t i = 0; i < r[3]; ++i) {
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0];
+      const S y = b.conv_bn(cbr(b, cbr(b, x, mid, 1), mid, r[1], s, mid), r[4], 1);
+      x = s == 1 && in == r[4] ? b.add(x, y) : y;
+    }
+  return b.gemm(b.reduce_mean_hw(cbr(b, x, 1280, 1), false), 1000);
+}
+
+S inception(Builder& b, const S& x, int64_t c1, int64_t c3r, int64_t c3, int64_t c5r, int64_t c5, int64_t pp) {
+  return b.concat({cbr(b, x, c1, 1), cbr(b, cbr(b, x, c3r, 1), c3, 3), cbr(b, cbr(b, x, c5r, 1), c5, 3),
+                   cbr(b, b.maxpool(x, 3, 1, 1, true), pp, 1)});
+}
+
+S googlenet(Builder& b, S x) {
+  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 0, true);
+  x = b.maxpool(cbr(b, cbr(b, x, 64, 1), 192, 3), 3, 2, 0, true);
+  x = inception(b, inception(b, x, 64, 96, 128, 16, 32, 32), 128, 128, 192, 32, 96, 64);
+  x = b.maxpool(x, 3, 2, 0, true);
+  x = inception(b, x, 192, 96, 208, 16, 48, 64);
+  x = inception(b, x, 160, 112, 224, 24, 64, 64);
+  x = inception(b, x, 128, 128, 256, 24, 64, 64);
+  x = inception(b, x, 112, 144, 288, 32, 64, 64);
+  x = inception(b, x, 256, 160, 320, 32, 128, 128);
+  x = b.maxpool(x, 2, 2, 0, true);
+  x = inception(b, inception(b, x, 256, 160, 320, 32, 128, 128), 384, 192, 384, 48, 128, 128);
+  return head(b, x);
+}
+
+S densenet121(Builder& b, S x) {
+  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 1);
+  const int blocks[] = {6, 12, 24, 16};
+  for (int bi = 0; bi < 4; ++bi) {
+    std::vector<S> features{x};
+    for (int i = 0; i < blocks[bi]; ++i) {
+      const S in = features.size() == 1 ? features[0] : b.concat(features);
+      const S y = b.conv(cbr(b, b.relu(b.batchnorm(in)), 128, 1), 32, 3);
+      features.push_back(y);
+    }
+    x = b.concat(features);
+    if (bi < 3) x = b.avgpool(b.conv(b.relu(b.batchnorm(x)), ch(b, x) / 2, 1), 2, 2);
+  }
+  return head(b, b.relu(b.batchnorm(x)));
+}
+
+S efficientnet_b0(Builder& b, S x) {
+  x = b.swish(b.conv_bn(x, 32, 3, 2));
+  const int64_t cfg[][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
+                            {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
+  for (const auto& r : cfg)
+    for (int64_t i = 0; i < r[4]; ++i) {
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0];
+      S y = r[0] == 1 ? x : b.swish(b.conv_bn(x, mid, 1));
+      y = b.swish(b.conv_bn(y, mid, r[1], s, mid));
+      y = b.conv_bn(se_block(b, y, std::max<int64_t>(1, in / 4), false), r[3], 1);
+      x = s == 1 && in == r[3] ? b.add(x, y) : y;
+    }
+  return head(b, b.swish(b.conv_bn(x, 1280, 1)));
+}
+
+const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>>& registry() {
+  static const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>> r = {
+      {"mobilenet_v1", mobilenet_v1},
+      {"mobilenet_v2", mobilenet_v2},
+      {"mobilenet_v3_large", mobilenet_v3_large},
+      {"resnet18", [](Builder& b, S x) { return resnet(b, x, false, {2, 2, 2, 2}); }},
+      {"resnet50", [](Builder& b, S x) { return resnet(b, x, true, {3, 4, 6, 3}); }},
+      {"squeezenet1_1", squeezenet},
+      {"shufflenet_v2_x1_0", shufflenet_v2},
+      {"mnasnet1_0", mnasnet},
+      {"googlenet", googlenet},
+      {"densenet121", densenet121},
+      {"efficientnet_b0", efficientnet_b0}};
+  return r;
+}
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, fn] : registry()) names.push_back(name);
+  return names;
+}
+
+ZooModel build(const std::string& name, int64_t resolution) {
+  for (const auto& [n, fn] : registry()) {
+    if (n != name) continue;
+    Builder b(name, 13, 7);
+    b.output(fn(b, b.input("input", {1, 3, resolution, resolution})));
+    return {name, b.model(), b.flops()};
+  }
+  throw Error(fmt::format("unknown model '{}' (known: {})", name, fmt::join(model_names(), ", ")));
+}
+
+}  // namespace nnmeter::zoo

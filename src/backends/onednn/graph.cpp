@@ -1,0 +1,449 @@
+// Loading an ONNX model into the engine's Graph: parsing with one-line errors, constants, static shapes
+// and the folding of everything computable at load time.
+#include <onnx/checker.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <set>
+
+#include "backends/onednn/graph_internal.h"
+#include "common/io.h"
+
+namespace nnmeter::onednn {
+
+// ---------------------------------------------------------------------------------------------------
+// HostTensor
+
+int64_t numel(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
+}
+
+std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
+
+int64_t HostTensor::numel() const { return onednn::numel(dims); }
+
+std::vector<float> HostTensor::to_floats() const {
+  std::vector<float> out(data.size());
+  std::transform(data.begin(), data.end(), out.begin(), [](double v) { return static_cast<float>(v); });
+  return out;
+}
+
+std::vector<int64_t> HostTensor::to_ints() const {
+  std::vector<int64_t> out(data.size());
+  std::transform(data.begin(), data.end(), out.begin(), [](double v) { return static_cast<int64_t>(v); });
+  return out;
+}
+
+const HostTensor& Graph::constant(int id) const {
+  const auto& v = value(id);
+  if (!v.constant) throw Error(fmt::format("tensor '{}' in {} must be a load-time constant", v.name, origin));
+  return *v.constant;
+}
+
+namespace {
+
+template <typename T>
+void append_raw(const std::string& raw, std::vector<double>& out, int64_t count, const std::string& where) {
+  if (raw.size() != static_cast<size_t>(count) * sizeof(T))
+    throw Error(fmt::format("{}: raw_data holds {} bytes, expected {}", where, raw.size(), count * sizeof(T)));
+  out.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));
+    out[static_cast<size_t>(i)] = static_cast<double>(v);
+  }
+}
+
+template <typename Field>
+void append_field(const Field& field, std::vector<double>& out, int64_t count, const std::string& where) {
+  if (field.size() != count)
+    throw Error(fmt::format("{}: holds {} values, expected {} from its dims", where, field.size(), count));
+  out.assign(field.begin(), field.end());
+}
+
+}  // namespace
+
+HostTensor from_tensor_proto(const onnx::TensorProto& proto, const std::string& where) {
+  using TP = onnx::TensorProto;
+  HostTensor t;
+  for (auto d : proto.dims()) {
+    if (d < 0) throw Error(fmt::format("{}: negative dimension {}", where, d));
+    t.dims.push_back(d);
+  }
+  if (proto.data_location() == TP::EXTERNAL)
+    throw Error(fmt::format("{}: external tensor data is not supported; save the model with weights inside", where));
+  const int64_t count = t.numel();
+  const auto& raw = proto.raw_data();
+  const bool has_raw = proto.has_raw_data();
+  switch (proto.data_type()) {
+    case TP::FLOAT:
+      t.dtype = HostTensor::DType::F32;
+      has_raw ? append_raw<float>(raw, t.data, count, where) : append_field(proto.float_data(), t.data, count, where);
+      break;
+    case TP::DOUBLE:
+      t.dtype = HostTensor::DType::F32;
+      has_raw ? append_raw<double>(raw, t.data, count, where) : append_field(proto.double_data(), t.data, count, where);
+      break;
+    case TP::INT64:
+      t.dtype = HostTensor::DType::I64;
+      has_raw ? append_raw<int64_t>(raw, t.data, count, where) : append_field(proto.int64_data(), t.data, count, where);
+      break;
+    case TP::INT32:
+      t.dtype = HostTensor::DType::I64;
+      has_raw ? append_raw<int32_t>(raw, t.data, count, where) : append_field(proto.int32_data(), t.data, count, where);
+      break;
+    case TP::INT8:
+      t.dtype = HostTensor::DType::I64;
+      has_raw ? append_raw<int8_t>(raw, t.data, count, where) : append_field(proto.int32_data(), t.data, count, where);
+      break;
+    case TP::UINT8:
+    case TP::BOOL:
+      t.dtype = HostTensor::DType::I64;
+      has_raw ? append_raw<uint8_t>(raw, t.data, count, where) : append_field(proto.int32_data(), t.data, count, where);
+      break;
+    default:
+      throw Error(fmt::format("{}: tensor data type {} is not supported (float, double, int8/32/64, uint8, bool)",
+                              where, TP::DataType_Name(static_cast<TP::DataType>(proto.data_type()))));
+  }
+  return t;
+}
+
+onnx::TensorProto to_tensor_proto(const HostTensor& tensor, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  for (auto d : tensor.dims) proto.add_dims(d);
+  if (tensor.dtype == HostTensor::DType::F32) {
+    proto.set_data_type(onnx::TensorProto::FLOAT);
+    const auto floats = tensor.to_floats();
+    proto.set_raw_data(std::string(reinterpret_cast<const char*>(floats.data()), floats.size() * sizeof(float)));
+  } else {
+    proto.set_data_type(onnx::TensorProto::INT64);
+    const auto ints = tensor.to_ints();
+    proto.set_raw_data(std::string(reinterpret_cast<const char*>(ints.data()), ints.size() * sizeof(int64_t)));
+  }
+  return proto;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Attrs
+
+std::string node_label(const onnx::NodeProto& node) {
+  return fmt::format("{} node '{}'", node.op_type(), node.name().empty() ? node.output_size() ? node.output(0) : "?"
+                                                                         : node.name());
+}
+
+Attrs::Attrs(const onnx::NodeProto& node, const std::string& origin) : node_(node), origin_(origin) {}
+
+std::string Attrs::label() const { return node_label(node_); }
+
+const onnx::AttributeProto* Attrs::find(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+bool Attrs::has(const std::string& name) const { return find(name) != nullptr; }
+
+void Attrs::fail(const std::string& attribute, const std::string& why) const {
+  throw Error(fmt::format("onednn_cpu cannot convert {} in {}: attribute '{}' {}", label(), origin_, attribute, why));
+}
+
+int64_t Attrs::i(const std::string& name, int64_t fallback) const {
+  const auto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::INT) fail(name, "must be an integer");
+  return a->i();
+}
+
+float Attrs::f(const std::string& name, float fallback) const {
+  const auto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::FLOAT) fail(name, "must be a float");
+  return a->f();
+}
+
+std::string Attrs::s(const std::string& name, const std::string& fallback) const {
+  const auto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::STRING) fail(name, "must be a string");
+  return a->s();
+}
+
+std::vector<int64_t> Attrs::ints(const std::string& name, std::vector<int64_t> fallback) const {
+  const auto* a = find(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::INTS) fail(name, "must be a list of integers");
+  return {a->ints().begin(), a->ints().end()};
+}
+
+const onnx::TensorProto* Attrs::tensor(const std::string& name) const {
+  const auto* a = find(name);
+  if (!a) return nullptr;
+  if (a->type() != onnx::AttributeProto::TENSOR) fail(name, "must be a tensor");
+  return &a->t();
+}
+
+void Attrs::only(std::initializer_list<const char*> known) const {
+  for (const auto& a : node_.attribute()) {
+    const bool ok = std::any_of(known.begin(), known.end(), [&](const char* k) { return a.name() == k; });
+    if (!ok) fail(a.name(), "is not supported by onednn_cpu");
+  }
+}
+
+int64_t normalize_axis(int64_t axis, int64_t rank, const Attrs& attrs, const char* attribute) {
+  const int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= std::max<int64_t>(rank, 1))
+    attrs.fail(attribute, fmt::format("= {} is out of range for a tensor of rank {}", axis, rank));
+  return a;
+}
+
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1) return std::nullopt;
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Loading
+
+namespace {
+
+const std::set<std::string> kRuntimeOps = {
+    "Conv",     "BatchNormalization", "Relu",        "Clip",       "HardSigmoid", "HardSwish",
+    "Sigmoid",  "Tanh",               "LeakyRelu",   "Elu",        "Exp",         "Abs",
+    "Sqrt",     "Neg",                "Add",         "Sub",        "Mul",         "Div",
+    "Sum",      "Max",                "Min",         "MaxPool",    "AveragePool", "GlobalAveragePool",
+    "GlobalMaxPool", "ReduceMean",    "Gemm",        "MatMul",     "Flatten",     "Reshape",
+    "Squeeze",  "Unsqueeze",          "Transpose",   "Concat",     "Split",       "Slice",
+    "Pad",      "Softmax",            "Dropout",     "Identity",   "Cast",        "Gather"};
+
+Shape input_shape(const onnx::ValueInfoProto& info, const std::string& origin) {
+  if (!info.type().has_tensor_type())
+    throw Error(fmt::format("{}: input '{}' is not a tensor; onednn_cpu runs tensor models only", origin, info.name()));
+  const auto& tt = info.type().tensor_type();
+  if (tt.elem_type() != onnx::TensorProto::FLOAT)
+    throw Error(fmt::format("{}: input '{}' has element type {}; onednn_cpu runs float32 inputs only", origin,
+                            info.name(), onnx::TensorProto::DataType_Name(
+                                             static_cast<onnx::TensorProto::DataType>(tt.elem_type()))));
+  if (!tt.has_shape()) throw Error(fmt::format("{}: input '{}' has no shape; export it with a static shape", origin, info.name()));
+  Shape shape;
+  for (int i = 0; i < tt.shape().dim_size(); ++i) {
+    const auto& d = tt.shape().dim(i);
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      shape.push_back(d.dim_value());
+    } else if (i == 0) {
+      // Exporters mark the batch as symbolic; nn-Meter profiles batch 1.
+      spdlog::debug("{}: input '{}' has a symbolic batch dimension; using 1", origin, info.name());
+      shape.push_back(1);
+    } else {
+      throw Error(fmt::format("{}: input '{}' has a symbolic dimension {} ('{}'); export with static shapes", origin,
+                              info.name(), i, d.dim_param()));
+    }
+  }
+  return shape;
+}
+
+int64_t default_opset(const onnx::ModelProto& model) {
+  for (const auto& op : model.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") return op.version();
+  return 13;
+}
+
+class Loader {
+ public:
+  Loader(Graph& g) : g_(g) {}
+
+  void run() {
+    const auto& graph = g_.model.graph();
+    for (const auto& init : graph.initializer()) add_constant(init.name(), from_tensor_proto(init, where(init.name())));
+    for (const auto& in : graph.input()) {
+      if (g_.value_index.count(in.name())) continue;  // an initializer listed as input (IR < 4)
+      const int id = add_value(in.name(), input_shape(in, g_.origin));
+      g_.values[static_cast<size_t>(id)].graph_input = true;
+      g_.inputs.push_back(id);
+    }
+    if (g_.inputs.empty()) spdlog::debug("{}: the model has no runtime input", g_.origin);
+    for (const auto& node : graph.node()) add_node(node);
+    for (const auto& out : graph.output()) {
+      const auto it = g_.value_index.find(out.name());
+      if (it == g_.value_index.end()) throw Error(fmt::format("{}: graph output '{}' is produced by no node", g_.origin, out.name()));
+      g_.values[static_cast<size_t>(it->second)].graph_output = true;
+      g_.outputs.push_back(it->second);
+    }
+    if (g_.outputs.empty()) throw Error(fmt::format("{}: the graph has no output", g_.origin));
+  }
+
+ private:
+  std::string where(const std::string& name) const { return fmt::format("{}: tensor '{}'", g_.origin, name); }
+
+  int add_value(const std::string& name, Shape shape) {
+    if (name.empty()) throw Error(fmt::format("{}: a tensor has an empty name", g_.origin));
+    if (g_.value_index.count(name))
+      throw Error(fmt::format("{}: tensor '{}' is defined twice; the graph is not in SSA form", g_.origin, name));
+    Value v;
+    v.name = name;
+    v.shape = std::move(shape);
+    g_.values.push_back(std::move(v));
+    const int id = static_cast<int>(g_.values.size() - 1);
+    g_.value_index[name] = id;
+    return id;
+  }
+
+  void add_constant(const std::string& name, HostTensor t) {
+    const int id = add_value(name, t.dims);
+    g_.values[static_cast<size_t>(id)].constant = std::move(t);
+  }
+
+  std::vector<int> resolve_inputs(const onnx::NodeProto& node) {
+    std::vector<int> ids;
+    for (const auto& name : node.input()) {
+      if (name.empty()) {
+        ids.push_back(-1);
+        continue;
+      }
+      const auto it = g_.value_index.find(name);
+      if (it == g_.value_index.end())
+        throw Error(fmt::format("{}: {} reads '{}', which no earlier node produces (the graph must be topologically "
+                                "sorted)", g_.origin, node_label(node), name));
+      ids.push_back(it->second);
+    }
+    return ids;
+  }
+
+  void add_node(const onnx::NodeProto& node) {
+    if (!node.domain().empty() && node.domain() != "ai.onnx")
+      throw Error(fmt::format("onednn_cpu cannot convert {} in {}: custom domain '{}' is not supported", node_label(node),
+                              g_.origin, node.domain()));
+    const auto inputs = resolve_inputs(node);
+    const bool all_const = std::all_of(inputs.begin(), inputs.end(), [&](int id) { return id < 0 || g_.is_const(id); });
+    const bool shape_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    if (all_const || shape_only) {
+      std::vector<HostTensor> outs;
+      if (fold_node(g_, node, inputs, outs)) {
+        for (int i = 0; i < node.output_size() && i < static_cast<int>(outs.size()); ++i)
+          if (!node.output(i).empty()) add_constant(node.output(i), std::move(outs[static_cast<size_t>(i)]));
+        return;
+      }
+    }
+    add_runtime_node(node, inputs);
+  }
+
+  void add_runtime_node(const onnx::NodeProto& node, const std::vector<int>& inputs) {
+    if (!kRuntimeOps.count(node.op_type()))
+      throw Error(fmt::format("onednn_cpu cannot convert {} in {}: op '{}' is not supported (supported: {})",
+                              node_label(node), g_.origin, node.op_type(), fmt::join(kRuntimeOps, ", ")));
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i] >= 0 && is_parameter_input(node.op_type(), i) && !g_.is_const(inputs[i]))
+        throw Error(fmt::format("onednn_cpu cannot convert {} in {}: input {} ('{}') must be a load-time constant "
+                                "(initializer or foldable subgraph)", node_label(node), g_.origin, i, node.input(static_cast<int>(i))));
+    Node n;
+    n.op = node.op_type();
+    n.name = node.name().empty() ? node.output(0) : node.name();
+    n.proto = &node;
+    n.inputs = inputs;
+    const int index = static_cast<int>(g_.nodes.size());
+    const auto shapes = infer_runtime_shapes(g_, n);
+    for (int i = 0; i < node.output_size(); ++i) {
+      if (node.output(i).empty()) continue;
+      if (static_cast<size_t>(i) >= shapes.size())
+        throw Error(fmt::format("onednn_cpu cannot convert {} in {}: output {} ('{}') is not supported", node_label(node),
+                                g_.origin, i, node.output(i)));
+      const int id = add_value(node.output(i), shapes[static_cast<size_t>(i)]);
+      g_.values[static_cast<size_t>(id)].producer = index;
+      n.outputs.push_back(id);
+    }
+    for (int id : inputs)
+      if (id >= 0) g_.values[static_cast<size_t>(id)].consumers.push_back(index);
+    g_.nodes.push_back(std::move(n));
+  }
+
+  Graph& g_;
+};
+
+void check_model(const onnx::ModelProto& model, const std::string& origin) {
+  if (!model.has_graph()) throw Error(fmt::format("{} is not an ONNX model (no graph)", origin));
+  try {
+    onnx::checker::check_model(model);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    msg = msg.substr(0, msg.find('\n'));
+    throw Error(fmt::format("{} fails the ONNX checker: {}", origin, msg));
+  }
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_runtime_ops() {
+  static const std::vector<std::string> ops(kRuntimeOps.begin(), kRuntimeOps.end());
+  return ops;
+}
+
+bool is_parameter_input(const std::string& op, size_t i) {
+  if (op == "Conv") return i >= 1;
+  if (op == "BatchNormalization") return i >= 1;
+  if (op == "Clip") return i >= 1;
+  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Split" || op == "Pad" ||
+      op == "ReduceMean" || op == "Gather")
+    return i >= 1;
+  if (op == "Slice") return i >= 1;
+  if (op == "Gemm") return i >= 1;  // fully connected layers: weights and bias are initializers
+  return false;
+}
+
+Graph load_graph(onnx::ModelProto model, const std::string& origin) {
+  Graph g;
+  g.model = std::move(model);
+  g.origin = origin;
+  check_model(g.model, origin);
+  g.opset = default_opset(g.model);
+  if (g.opset > 17)
+    throw Error(fmt::format("{} uses opset {}; onednn_cpu supports opsets up to 17 (exports at 11 to 13 are tested)",
+                            origin, g.opset));
+  Loader(g).run();
+  fuse_graph(g);
+  return g;
+}
+
+Graph load_graph(const fs::path& onnx_path) {
+  const std::string bytes = io::read_file(onnx_path);
+  onnx::ModelProto model;
+  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromString(bytes))
+    throw Error(fmt::format("{} is not a valid ONNX model (protobuf parsing failed)", onnx_path.string()));
+  return load_graph(std::move(model), onnx_path.filename().string());
+}
+
+onnx::ModelProto folded_model(const Graph& g) {
+  onnx::ModelProto out = g.model;
+  auto* graph = out.mutable_graph();
+  graph->clear_node();
+  graph->clear_initializer();
+  graph->clear_value_info();
+  std::set<int> needed;
+  for (const auto& n : g.nodes)
+    for (int id : n.inputs)
+      if (g.is_const(id)) needed.insert(id);
+  for (int id : g.outputs)
+    if (g.is_const(id)) needed.insert(id);
+  for (int id : needed) *graph->add_initializer() = to_tensor_proto(*g.value(id).constant, g.value(id).name);
+  for (const auto& n : g.nodes) *graph->add_node() = *n.proto;
+  // Inputs that became constants are dropped so that the file only asks for what it really reads.
+  auto* inputs = graph->mutable_input();
+  inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
+                               [&](const onnx::ValueInfoProto& v) {
+                                 const auto it = g.value_index.find(v.name());
+                                 return it != g.value_index.end() && !g.value(it->second).graph_input;
+                               }),
+                inputs->end());
+  return out;
+}
+
+}  // namespace nnmeter::onednn

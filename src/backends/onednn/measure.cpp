@@ -1,0 +1,185 @@
+#include "backends/onednn/measure.h"
+
+#include <omp.h>
+#include <sched.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <thread>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter::onednn {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Busy and total jiffies per CPU from /proc/stat.
+struct CpuTimes {
+  std::vector<uint64_t> busy, total;
+};
+
+CpuTimes read_cpu_times() {
+  CpuTimes t;
+  std::ifstream in("/proc/stat");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    std::istringstream ss(line);
+    std::string name;
+    uint64_t user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
+    ss >> name >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
+    const auto cpu = static_cast<size_t>(std::stoi(name.substr(3)));
+    if (t.busy.size() <= cpu) t.busy.resize(cpu + 1), t.total.resize(cpu + 1);
+    // Steal counts as busy: on a VM it is the hypervisor giving our vCPU to someone else.
+    t.busy[cpu] = user + nice + sys + irq + softirq + steal;
+    t.total[cpu] = t.busy[cpu] + idle + iowait;
+  }
+  return t;
+}
+
+double own_cpu_seconds() {
+  rusage r{};
+  getrusage(RUSAGE_SELF, &r);
+  return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
+}
+
+// Share of the `cpus` that other processes used between two snapshots.
+double foreign_load(const CpuTimes& a, const CpuTimes& b, const std::vector<int>& cpus, double own_seconds,
+                    double wall_seconds) {
+  const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  double busy = 0;
+  for (int c : cpus) {
+    const auto i = static_cast<size_t>(c);
+    if (i < a.busy.size() && i < b.busy.size()) busy += static_cast<double>(b.busy[i] - a.busy[i]) / hz;
+  }
+  if (wall_seconds <= 0 || cpus.empty()) return 0;
+  return std::max(0.0, (busy - own_seconds) / (wall_seconds * static_cast<double>(cpus.size())));
+}
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+// The `n` allowed CPUs that were least busy over a short window.
+std::vector<int> quietest_cpus(int n) {
+  auto cpus = allowed_cpus();
+  if (cpus.empty()) return cpus;
+  const auto a = read_cpu_times();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const auto b = read_cpu_times();
+  auto load = [&](int c) {
+    const auto i = static_cast<size_t>(c);
+    if (i >= a.busy.size() || i >= b.busy.size()) return 0.0;
+    const double total = static_cast<double>(b.total[i] - a.total[i]);
+    return total > 0 ? static_cast<double>(b.busy[i] - a.busy[i]) / total : 0.0;
+  };
+  std::stable_sort(cpus.begin(), cpus.end(), [&](int x, int y) { return load(x) < load(y); });
+  cpus.resize(std::min(cpus.size(), static_cast<size_t>(std::max(1, n))));
+  return cpus;
+}
+
+// Pins each OpenMP thread (the caller is thread 0) to one CPU, and restores the old mask afterwards.
+class Pinning {
+ public:
+  Pinning(const std::vector<int>& cpus, int threads) : threads_(threads) {
+    sched_getaffinity(0, sizeof(old_), &old_);
+    if (cpus.empty()) return;
+#pragma omp parallel num_threads(threads_)
+    {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpus[static_cast<size_t>(omp_get_thread_num()) % cpus.size()], &set);
+      sched_setaffinity(0, sizeof(set), &set);
+    }
+  }
+  ~Pinning() {
+#pragma omp parallel num_threads(threads_)
+    sched_setaffinity(0, sizeof(old_), &old_);
+  }
+  Pinning(const Pinning&) = delete;
+  Pinning& operator=(const Pinning&) = delete;
+
+ private:
+  int threads_;
+  cpu_set_t old_{};
+};
+
+double median(std::vector<double> v) { return percentile(std::move(v), 50); }
+
+}  // namespace
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = std::clamp(p, 0.0, 100.0) / 100.0 * static_cast<double>(v.size() - 1);
+  const auto lo = static_cast<size_t>(std::floor(pos));
+  const auto hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+Measurement measure(const std::function<void()>& run, const MeasureSettings& s) {
+  if (s.runs < 1 || s.rounds < 1 || s.warmup_runs < 0 || s.min_time_ms < 0)
+    throw Error("measurement settings need NUM_RUNS >= 1, NUM_ROUNDS >= 1, WARMUP_RUNS >= 0 and MIN_TIME_MS >= 0");
+  Measurement m;
+  omp_set_num_threads(std::max(1, s.threads));
+  m.cpus = s.pin ? quietest_cpus(s.threads) : allowed_cpus();
+  std::optional<Pinning> pin;
+  if (s.pin) pin.emplace(m.cpus, std::max(1, s.threads));
+
+  auto t0 = Clock::now();
+  run();
+  m.first_run_ms = ms_since(t0);
+  for (int i = 0; i < s.warmup_runs; ++i) run();
+
+  std::vector<double> round_medians;
+  while (static_cast<int>(round_medians.size()) < s.rounds) {
+    std::vector<double> samples;
+    const auto before = read_cpu_times();
+    const double own_before = own_cpu_seconds();
+    const auto round_start = Clock::now();
+    while (static_cast<int>(samples.size()) < s.runs || ms_since(round_start) < s.min_time_ms) {
+      t0 = Clock::now();
+      run();
+      samples.push_back(ms_since(t0));
+    }
+    const double wall = ms_since(round_start) / 1000.0;
+    const double foreign = foreign_load(before, read_cpu_times(), m.cpus, own_cpu_seconds() - own_before, wall);
+    if (foreign > s.max_busy && m.discarded_rounds < s.max_retries) {
+      ++m.discarded_rounds;
+      spdlog::debug("round discarded: other processes used {:.0f}% of the measuring CPUs", 100 * foreign);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    round_medians.push_back(median(samples));
+    m.run_samples_ms.insert(m.run_samples_ms.end(), samples.begin(), samples.end());
+  }
+  m.stats = LatencyStats::from_samples(round_medians);
+  const auto all = LatencyStats::from_samples(m.run_samples_ms);
+  m.run_cv = all.cv();
+  if (m.discarded_rounds >= s.max_retries)
+    spdlog::warn("the machine stayed busy: {} rounds were re-measured and later rounds were kept anyway; the latency "
+                 "may be inflated", m.discarded_rounds);
+  if (m.stats.cv() > 0.05)
+    spdlog::warn("noisy measurement: the round medians vary by {:.1f}% (CV); close other programs or raise NUM_ROUNDS",
+                 100 * m.stats.cv());
+  return m;
+}
+
+}  // namespace nnmeter::onednn

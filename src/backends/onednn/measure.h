@@ -1,0 +1,39 @@
+// Latency measurement on a shared machine. The timer covers one call of `run` (the whole pipeline, inputs
+// already in place, outputs not read back). Repeatability comes from rounds: each round is warm and
+// long enough to amortize the timer, its statistic is the median of its runs, and the reported value
+// is the median across rounds. Rounds during which other processes used the pinned CPUs are measured
+// again, so interference is waited out instead of averaged in.
+#pragma once
+
+#include <functional>
+
+#include "nnmeter/latency.h"
+
+namespace nnmeter::onednn {
+
+struct MeasureSettings {
+  int threads = 1;
+  int warmup_runs = 10;
+  int runs = 20;          // measured runs per round (at least)
+  int rounds = 5;
+  double min_time_ms = 20;  // per round: keep running until both `runs` and this are reached
+  bool pin = true;          // pin the measuring threads to the least busy CPUs
+  double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
+  int max_retries = 10;     // rounds re-measured at most, in total
+};
+
+struct Measurement {
+  LatencyStats stats;                // one sample per round: the round's median run, ms
+  std::vector<double> run_samples_ms;  // every accepted run, in order
+  double run_cv = 0;                 // coefficient of variation over all accepted runs
+  double first_run_ms = 0;           // the first (cold) call, before warm-up
+  int discarded_rounds = 0;
+  std::vector<int> cpus;             // CPUs the threads were pinned to; empty when not pinned
+};
+
+Measurement measure(const std::function<void()>& run, const MeasureSettings& settings);
+
+// The p-th percentile (0..100) by linear interpolation; 0 for no samples.
+double percentile(std::vector<double> samples, double p);
+
+}  // namespace nnmeter::onednn

@@ -1,0 +1,173 @@
+#include "backends/onednn/onednn_backend.h"
+
+#include <spdlog/spdlog.h>
+
+#include <random>
+#include <thread>
+
+#include "common/io.h"
+
+namespace nnmeter::onednn {
+
+namespace {
+
+constexpr const char* kPlanFormat = "nnmeter-onednn-plan";
+constexpr int kPlanVersion = 1;
+
+BackendParam param(std::string name, BackendParam::Type type, Json value, std::string help) {
+  return BackendParam{std::move(name), type, std::move(value), std::move(help)};
+}
+
+class Wrapper : public BackendWrapper {
+ public:
+  explicit Wrapper(std::unique_ptr<Engine> engine) : engine_(std::move(engine)) {}
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) override { return engine_->forward(inputs); }
+
+ private:
+  std::unique_ptr<Engine> engine_;
+};
+
+std::unique_ptr<Engine> load_engine(const std::vector<fs::path>& files, const EngineOptions& options) {
+  const auto bf = find_backend_files(files);
+  const Json plan = io::load_json_file(bf.plan);
+  if (plan.value("format", "") != kPlanFormat || plan.value("version", 0) != kPlanVersion)
+    throw Error(fmt::format("{} is not an onednn_cpu plan of version {}; convert the model again", bf.plan.string(),
+                            kPlanVersion));
+  return std::make_unique<Engine>(load_graph(bf.model), options);
+}
+
+class OneDnnBackend : public Backend {
+ public:
+  explicit OneDnnBackend(Json config) : config_(std::move(config)) {
+    // The ISA cap must precede every primitive of the process; a backend is the first to create any.
+    set_isa_cap(config_.value("ISA", ""));
+  }
+
+  std::string name() const override { return "onednn_cpu"; }
+  bool is_available() const override { return true; }
+  std::string get_version() const override { return dnnl_version(); }
+
+  std::string test_connection() override {
+    return fmt::format("onednn_cpu: oneDNN {} in-process, ISA {}, {} threads of {} CPUs", dnnl_version(), effective_isa(),
+                       engine_options(config_).threads, std::thread::hardware_concurrency());
+  }
+
+  std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
+                                   const std::string& file_name) override {
+    const std::string stem = file_name.empty() ? onnx_path.stem().string() : fs::path(file_name).stem().string();
+    Graph graph = load_graph(onnx_path);
+    const std::string folded = folded_model(graph).SerializeAsString();
+    Engine engine(std::move(graph), engine_options(config_));  // compiling proves every node is supported
+    Json plan = engine.plan();
+    plan["format"] = kPlanFormat;
+    plan["version"] = kPlanVersion;
+    plan["source"] = fs::absolute(onnx_path).string();
+    plan["model"] = stem + ".onnx";
+    Json inputs = Json::object();
+    for (const auto& [name, shape] : engine.input_specs()) inputs[name] = shape;
+    plan["inputs"] = inputs;
+    const fs::path model = work_dir / (stem + ".onnx");
+    const fs::path plan_path = work_dir / (stem + ".plan.json");
+    io::write_file_atomic(model, folded);
+    io::save_json_file(plan_path, plan);
+    spdlog::debug("onednn_cpu: {} -> {} ({} primitives, {} reorders)", onnx_path.string(), model.string(),
+                  plan["primitives"].get<int>(), plan["reorders"].get<int>());
+    return {model, plan_path};
+  }
+
+  std::unique_ptr<BackendWrapper> build_wrapper(const std::vector<fs::path>& files) override {
+    return std::make_unique<Wrapper>(load_engine(files, engine_options(config_)));
+  }
+
+  LatencyStats profile(const std::vector<fs::path>& files) override {
+    auto engine = load_engine(files, engine_options(config_));
+    engine->set_inputs(random_inputs(*engine));
+    const auto m = measure([&] { engine->execute(); }, measure_settings(config_));
+    spdlog::debug("onednn_cpu: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", m.stats.count,
+                  m.run_samples_ms.size(), 100 * m.run_cv, m.discarded_rounds);
+    return m.stats;
+  }
+
+ private:
+  Json config_;
+};
+
+}  // namespace
+
+const std::vector<BackendParam>& backend_params() {
+  using T = BackendParam::Type;
+  static const std::vector<BackendParam> params = {
+      param("NUM_THREADS", T::Int, 1, "Threads oneDNN runs on; nn-Meter profiles on 1"),
+      param("ISA", T::String, "",
+            "Highest instruction set oneDNN may use (AVX2, AVX512_CORE, ...; empty: all the CPU has), so one "
+            "machine can act as several devices"),
+      param("WARMUP_RUNS", T::Int, 10, "Untimed runs before measuring"),
+      param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)"),
+      param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run"),
+      param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms"),
+      param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
+      param("MAX_BUSY", T::Float, 0.10,
+            "A round during which other processes used more than this share of the measuring CPUs is measured again"),
+      param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile")};
+  return params;
+}
+
+EngineOptions engine_options(const Json& config) {
+  EngineOptions o;
+  o.threads = config.value("NUM_THREADS", 1);
+  if (o.threads < 1) throw Error("onednn_cpu: NUM_THREADS must be at least 1");
+  return o;
+}
+
+MeasureSettings measure_settings(const Json& config) {
+  MeasureSettings s;
+  s.threads = engine_options(config).threads;
+  s.warmup_runs = config.value("WARMUP_RUNS", s.warmup_runs);
+  s.runs = config.value("NUM_RUNS", s.runs);
+  s.rounds = config.value("NUM_ROUNDS", s.rounds);
+  s.min_time_ms = config.value("MIN_TIME_MS", s.min_time_ms);
+  s.pin = config.value("PIN_CPU", s.pin);
+  s.max_busy = config.value("MAX_BUSY", s.max_busy);
+  s.max_retries = config.value("MAX_RETRIES", s.max_retries);
+  return s;
+}
+
+std::vector<Tensor> random_inputs(const Engine& engine, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Tensor> out;
+  for (const auto& [name, shape] : engine.input_specs()) {
+    Tensor t{name, shape, std::vector<float>(static_cast<size_t>(numel(shape)))};
+    for (auto& v : t.data) v = dist(rng);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+BackendFiles find_backend_files(const std::vector<fs::path>& files) {
+  BackendFiles bf;
+  for (const auto& f : files) {
+    const auto name = f.filename().string();
+    if (name.size() > 10 && name.ends_with(".plan.json")) bf.plan = f;
+    else if (f.extension() == ".onnx") bf.model = f;
+  }
+  if (bf.model.empty() && !bf.plan.empty()) {
+    const auto name = bf.plan.filename().string();
+    bf.model = bf.plan.parent_path() / (name.substr(0, name.size() - 10) + ".onnx");
+  }
+  if (bf.plan.empty() && !bf.model.empty()) bf.plan = bf.model.parent_path() / (bf.model.stem().string() + ".plan.json");
+  if (bf.model.empty())
+    throw Error("onednn_cpu needs the files written by its convert step (<name>.onnx and <name>.plan.json)");
+  return bf;
+}
+
+BackendInfo backend_info() {
+  BackendInfo info;
+  info.name = "onednn_cpu";
+  info.customized = false;
+  info.params = backend_params();
+  info.create = [](const Json& config) -> std::unique_ptr<Backend> { return std::make_unique<OneDnnBackend>(config); };
+  return info;
+}
+
+}  // namespace nnmeter::onednn

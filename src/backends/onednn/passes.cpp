@@ -1,0 +1,210 @@
+// Load-time graph rewrites that oneDNN can execute as one primitive: BatchNormalization folded into the
+// preceding convolution's weights, and activations / residual additions fused as post-ops. Fusions only
+// change how the graph runs, never what it computes; the reference tests check both paths.
+#include <cfloat>
+#include <cmath>
+
+#include "backends/onednn/graph_internal.h"
+
+namespace nnmeter::onednn {
+
+namespace {
+
+using dnnl::algorithm;
+
+PostOp eltwise(algorithm alg, float alpha, float beta, const Node& from) {
+  PostOp p;
+  p.alg = alg;
+  p.alpha = alpha;
+  p.beta = beta;
+  p.from = from.name;
+  return p;
+}
+
+std::pair<float, float> clip_bounds(const Graph& g, const Node& n) {
+  Attrs attrs(*n.proto, g.origin);
+  float lo = -FLT_MAX, hi = FLT_MAX;
+  if (g.opset < 11) {
+    lo = attrs.f("min", lo);
+    hi = attrs.f("max", hi);
+  } else {
+    if (n.inputs.size() > 1 && n.inputs[1] >= 0) lo = g.constant(n.inputs[1]).to_floats().at(0);
+    if (n.inputs.size() > 2 && n.inputs[2] >= 0) hi = g.constant(n.inputs[2]).to_floats().at(0);
+  }
+  return {lo, hi};
+}
+
+// The node consuming `value` when it is the only reader (and the value is not a graph output).
+int sole_consumer(const Graph& g, int value) {
+  const auto& v = g.value(value);
+  if (v.graph_output || v.consumers.empty()) return -1;
+  const int c = v.consumers.front();
+  for (int other : v.consumers)
+    if (other != c) return -1;
+  const auto& n = g.nodes[static_cast<size_t>(c)];
+  int reads = 0;
+  for (int in : n.inputs) reads += in == value;
+  return reads == 1 ? c : -1;
+}
+
+// `host` takes over the output of `absorbed`, which disappears from the pipeline.
+void absorb(Graph& g, int host, int absorbed) {
+  auto& h = g.nodes[static_cast<size_t>(host)];
+  auto& a = g.nodes[static_cast<size_t>(absorbed)];
+  h.outputs = a.outputs;
+  for (int out : h.outputs) g.values[static_cast<size_t>(out)].producer = host;
+  h.fused.push_back(a.name);
+  a.removed = true;
+}
+
+void fold_batchnorm(Graph& g) {
+  for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
+    auto& bn = g.nodes[bi];
+    if (bn.removed || bn.op != "BatchNormalization") continue;
+    const int x = bn.inputs[0];
+    const int ci = g.value(x).producer;
+    if (ci < 0 || sole_consumer(g, x) != static_cast<int>(bi)) continue;
+    auto& conv = g.nodes[static_cast<size_t>(ci)];
+    if (conv.removed || conv.op != "Conv" || !conv.post_ops.empty() || !g.is_const(conv.inputs[1])) continue;
+    HostTensor w = conv.weight ? *conv.weight : g.constant(conv.inputs[1]);
+    const int64_t m = w.dims[0], per = w.numel() / m;
+    HostTensor b{HostTensor::DType::F32, {m}, std::vector<double>(static_cast<size_t>(m), 0.0)};
+    if (conv.bias) b = *conv.bias;
+    else if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) b = g.constant(conv.inputs[2]);
+    const float eps = Attrs(*bn.proto, g.origin).f("epsilon", 1e-5f);
+    const auto& gamma = g.constant(bn.inputs[1]).data;
+    const auto& beta = g.constant(bn.inputs[2]).data;
+    const auto& mean = g.constant(bn.inputs[3]).data;
+    const auto& var = g.constant(bn.inputs[4]).data;
+    for (int64_t o = 0; o < m; ++o) {
+      const auto i = static_cast<size_t>(o);
+      const double s = gamma[i] / std::sqrt(var[i] + static_cast<double>(eps));
+      for (int64_t j = 0; j < per; ++j) w.data[static_cast<size_t>(o * per + j)] *= s;
+      b.data[i] = (b.data[i] - mean[i]) * s + beta[i];
+    }
+    conv.weight = std::move(w);
+    conv.bias = std::move(b);
+    absorb(g, ci, static_cast<int>(bi));
+  }
+}
+
+bool accepts_post_ops(const Node& n) {
+  return n.op == "Conv" || n.op == "Gemm" || n.op == "MatMul" ||
+         ((n.op == "Add" || n.op == "Sub" || n.op == "Mul" || n.op == "Div" || n.op == "Max" || n.op == "Min") &&
+          n.inputs.size() == 2);
+}
+
+bool has_sum(const Node& n) {
+  for (const auto& p : n.post_ops)
+    if (p.kind == PostOp::Kind::Sum) return true;
+  return false;
+}
+
+// Conv → Add(conv, r) where r is ready before the conv runs: the addition becomes a sum post-op.
+bool try_residual(Graph& g, int host, int add) {
+  auto& h = g.nodes[static_cast<size_t>(host)];
+  const auto& a = g.nodes[static_cast<size_t>(add)];
+  if (h.op != "Conv" || a.op != "Add" || a.inputs.size() != 2 || has_sum(h)) return false;
+  const int out = h.outputs[0];
+  const int r = a.inputs[0] == out ? a.inputs[1] : a.inputs[0];
+  if (r < 0 || r == out || g.is_const(r) || g.value(r).shape != g.value(out).shape) return false;
+  if (g.value(r).producer >= host) return false;
+  PostOp p;
+  p.kind = PostOp::Kind::Sum;
+  p.residual = r;
+  p.from = a.name;
+  h.post_ops.push_back(p);
+  absorb(g, host, add);
+  return true;
+}
+
+// y * Sigmoid(y) (PyTorch's SiLU export) or y * HardSigmoid(y; 1/6, 1/2) (HardSwish before opset 14).
+bool try_gated(Graph& g, int host) {
+  auto& h = g.nodes[static_cast<size_t>(host)];
+  const int out = h.outputs[0];
+  const auto& cons = g.value(out).consumers;
+  if (g.value(out).graph_output || cons.size() != 2) return false;
+  for (int gate_index : cons) {
+    const auto& gate = g.nodes[static_cast<size_t>(gate_index)];
+    const int mul = gate.op == "Sigmoid" || gate.op == "HardSigmoid" ? sole_consumer(g, gate.outputs[0]) : -1;
+    const int other = cons[0] == gate_index ? cons[1] : cons[0];
+    if (mul < 0 || mul != other || g.nodes[static_cast<size_t>(mul)].op != "Mul") continue;
+    const auto& m = g.nodes[static_cast<size_t>(mul)];
+    if (m.inputs.size() != 2 || g.value(m.outputs[0]).shape != g.value(out).shape) continue;
+    if (gate.op == "Sigmoid") {
+      h.post_ops.push_back(eltwise(algorithm::eltwise_swish, 1.f, 0.f, gate));
+    } else {
+      Attrs attrs(*gate.proto, g.origin);
+      if (std::fabs(attrs.f("alpha", 0.2f) - 1.f / 6) > 1e-6f || std::fabs(attrs.f("beta", 0.5f) - 0.5f) > 1e-6f) continue;
+      h.post_ops.push_back(eltwise(algorithm::eltwise_hardswish, 0.f, 0.f, gate));
+    }
+    g.nodes[static_cast<size_t>(gate_index)].removed = true;
+    h.fused.push_back(gate.name);
+    absorb(g, host, mul);
+    return true;
+  }
+  return false;
+}
+
+void fuse_post_ops(Graph& g) {
+  for (size_t hi = 0; hi < g.nodes.size(); ++hi) {
+    const int host = static_cast<int>(hi);
+    if (g.nodes[hi].removed) continue;
+    if (g.nodes[hi].op == "BatchNormalization") {
+      // oneDNN's batch normalization fuses ReLU only (fuse_norm_relu).
+      const int c = sole_consumer(g, g.nodes[hi].outputs[0]);
+      if (c >= 0 && g.nodes[static_cast<size_t>(c)].op == "Relu" && g.nodes[hi].post_ops.empty()) {
+        g.nodes[hi].post_ops = eltwise_chain(g, g.nodes[static_cast<size_t>(c)]);
+        absorb(g, host, c);
+      }
+      continue;
+    }
+    if (!accepts_post_ops(g.nodes[hi])) continue;
+    for (;;) {
+      auto& h = g.nodes[hi];
+      if (h.outputs.size() != 1) break;
+      if (try_gated(g, host)) continue;
+      const int c = sole_consumer(g, h.outputs[0]);
+      if (c < 0) break;
+      auto chain = eltwise_chain(g, g.nodes[static_cast<size_t>(c)]);
+      if (!chain.empty()) {
+        h.post_ops.insert(h.post_ops.end(), chain.begin(), chain.end());
+        absorb(g, host, c);
+        continue;
+      }
+      if (!try_residual(g, host, c)) break;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PostOp> eltwise_chain(const Graph& g, const Node& n) {
+  const Attrs attrs(*n.proto, g.origin);
+  const auto& op = n.op;
+  if (op == "Relu") return {eltwise(algorithm::eltwise_relu, 0.f, 0.f, n)};
+  if (op == "LeakyRelu") return {eltwise(algorithm::eltwise_relu, attrs.f("alpha", 0.01f), 0.f, n)};
+  if (op == "Clip") {
+    const auto [lo, hi] = clip_bounds(g, n);
+    return {eltwise(algorithm::eltwise_clip, lo, hi, n)};
+  }
+  if (op == "Sigmoid") return {eltwise(algorithm::eltwise_logistic, 0.f, 0.f, n)};
+  if (op == "Tanh") return {eltwise(algorithm::eltwise_tanh, 0.f, 0.f, n)};
+  if (op == "Elu") return {eltwise(algorithm::eltwise_elu, attrs.f("alpha", 1.f), 0.f, n)};
+  if (op == "Exp") return {eltwise(algorithm::eltwise_exp, 0.f, 0.f, n)};
+  if (op == "Abs") return {eltwise(algorithm::eltwise_abs, 0.f, 0.f, n)};
+  if (op == "Sqrt") return {eltwise(algorithm::eltwise_sqrt, 0.f, 0.f, n)};
+  if (op == "Neg") return {eltwise(algorithm::eltwise_linear, -1.f, 0.f, n)};
+  if (op == "HardSwish") return {eltwise(algorithm::eltwise_hardswish, 0.f, 0.f, n)};
+  if (op == "HardSigmoid")
+    return {eltwise(algorithm::eltwise_linear, attrs.f("alpha", 0.2f), attrs.f("beta", 0.5f), n),
+            eltwise(algorithm::eltwise_clip, 0.f, 1.f, n)};
+  return {};
+}
+
+void fuse_graph(Graph& g) {
+  fold_batchnorm(g);
+  fuse_post_ops(g);
+}
+
+}  // namespace nnmeter::onednn

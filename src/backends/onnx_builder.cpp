@@ -1,0 +1,285 @@
+#include "backends/onnx_builder.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "common/io.h"
+
+namespace nnmeter::onnxgen {
+
+namespace {
+
+int64_t count(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+onnx::TensorProto float_tensor(const std::string& name, const Shape& shape, const std::vector<float>& values) {
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::FLOAT);
+  for (auto d : shape) t.add_dims(d);
+  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
+  return t;
+}
+
+void set_value_info(onnx::ValueInfoProto* v, const std::string& name, const Shape* shape) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  if (shape) {
+    auto* s = tt->mutable_shape();
+    for (auto d : *shape) s->add_dim()->set_dim_value(d);
+  }
+}
+
+int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
+  const int64_t span = in + 2 * p - ((k - 1) * d + 1);
+  int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+  if (ceil && (o - 1) * s >= in + p) --o;
+  return o;
+}
+
+}  // namespace
+
+onnx::AttributeProto attr(const std::string& name, int64_t value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(value);
+  return a;
+}
+
+onnx::AttributeProto attr(const std::string& name, float value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(value);
+  return a;
+}
+
+onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::INTS);
+  for (auto v : values) a.add_ints(v);
+  return a;
+}
+
+onnx::AttributeProto attr(const std::string& name, const std::string& value) {
+  onnx::AttributeProto a;
+  a.set_name(name);
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(value);
+  return a;
+}
+
+Builder::Builder(std::string name, int64_t opset, uint32_t seed) : rng_(seed) {
+  model_.set_ir_version(7);
+  model_.set_producer_name("nn-meter");
+  auto* op = model_.add_opset_import();
+  op->set_domain("");
+  op->set_version(opset);
+  model_.mutable_graph()->set_name(std::move(name));
+}
+
+std::string Builder::fresh(const std::string& base) { return fmt::format("{}_{}", base, counter_++); }
+
+const Shape& Builder::shape(const std::string& value) const {
+  const auto it = shapes_.find(value);
+  if (it == shapes_.end()) throw Error("onnx builder: unknown tensor '" + value + "'");
+  return it->second;
+}
+
+onnx::NodeProto* Builder::add_node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output) {
+  auto* n = model_.mutable_graph()->add_node();
+  n->set_op_type(op);
+  n->set_name(output);
+  for (const auto& i : inputs) n->add_input(i);
+  n->add_output(output);
+  return n;
+}
+
+std::string Builder::input(const std::string& name, const Shape& shape) {
+  set_value_info(model_.mutable_graph()->add_input(), name, &shape);
+  shapes_[name] = shape;
+  return name;
+}
+
+void Builder::output(const std::string& value) { set_value_info(model_.mutable_graph()->add_output(), value, &shape(value)); }
+
+std::string Builder::node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
+                          const std::vector<onnx::AttributeProto>& attrs) {
+  const std::string out = fresh(op);
+  auto* n = add_node(op, inputs, out);
+  for (const auto& a : attrs) *n->add_attribute() = a;
+  shapes_[out] = out_shape;
+  return out;
+}
+
+std::string Builder::constant_ints(const std::vector<int64_t>& values) {
+  const std::string name = fresh("const");
+  onnx::TensorProto t;
+  t.set_name(name);
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.add_dims(static_cast<int64_t>(values.size()));
+  for (auto v : values) t.add_int64_data(v);
+  *model_.mutable_graph()->add_initializer() = t;
+  shapes_[name] = {static_cast<int64_t>(values.size())};
+  return name;
+}
+
+std::string Builder::constant_floats(const Shape& shape, const std::vector<float>& values) {
+  const std::string name = fresh("const");
+  *model_.mutable_graph()->add_initializer() = float_tensor(name, shape, values);
+  shapes_[name] = shape;
+  return name;
+}
+
+std::string Builder::random_weights(const Shape& shape, float scale) {
+  std::normal_distribution<float> dist(0.f, scale);
+  std::vector<float> v(static_cast<size_t>(count(shape)));
+  for (auto& x : v) x = dist(rng_);
+  return constant_floats(shape, v);
+}
+
+std::string Builder::conv(const std::string& x, int64_t cout, int64_t k, int64_t stride, int64_t pad, int64_t group,
+                          bool bias, int64_t dilation) {
+  const Shape& s = shape(x);
+  if (pad < 0) pad = (k - 1) / 2 * dilation;
+  const int64_t cin = s[1];
+  const std::string w = random_weights({cout, cin / group, k, k}, std::sqrt(2.f / static_cast<float>(cin / group * k * k)));
+  std::vector<std::string> inputs{x, w};
+  if (bias) inputs.push_back(random_weights({cout}, 0.1f));
+  const int64_t oh = out_dim(s[2], k, stride, pad, dilation, false), ow = out_dim(s[3], k, stride, pad, dilation, false);
+  flops_ += 2.0 * static_cast<double>(s[0] * cout * oh * ow * (cin / group) * k * k);
+  return node("Conv", inputs, {s[0], cout, oh, ow},
+              {attr("dilations", std::vector<int64_t>{dilation, dilation}), attr("group", group),
+               attr("kernel_shape", std::vector<int64_t>{k, k}), attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
+               attr("strides", std::vector<int64_t>{stride, stride})});
+}
+
+std::string Builder::batchnorm(const std::string& x) {
+  const int64_t c = shape(x)[1];
+  std::uniform_real_distribution<float> pos(0.5f, 1.5f), small(-0.1f, 0.1f);
+  std::vector<float> gamma(static_cast<size_t>(c)), beta(gamma.size()), mean(gamma.size()), var(gamma.size());
+  for (size_t i = 0; i < gamma.size(); ++i) gamma[i] = pos(rng_), beta[i] = small(rng_), mean[i] = small(rng_), var[i] = pos(rng_);
+  return node("BatchNormalization",
+              {x, constant_floats({c}, gamma), constant_floats({c}, beta), constant_floats({c}, mean), constant_floats({c}, var)},
+              shape(x), {attr("epsilon", 1e-5f), attr("momentum", 0.9f)});
+}
+
+std::string Builder::relu(const std::string& x) { return node("Relu", {x}, shape(x)); }
+
+std::string Builder::relu6(const std::string& x) {
+  return node("Clip", {x, constant_floats({}, {0.f}), constant_floats({}, {6.f})}, shape(x));
+}
+
+std::string Builder::sigmoid(const std::string& x) { return node("Sigmoid", {x}, shape(x)); }
+
+std::string Builder::hardsigmoid(const std::string& x, float alpha, float beta) {
+  return node("HardSigmoid", {x}, shape(x), {attr("alpha", alpha), attr("beta", beta)});
+}
+
+std::string Builder::hardswish(const std::string& x) { return mul(x, hardsigmoid(x)); }
+
+std::string Builder::swish(const std::string& x) { return mul(x, sigmoid(x)); }
+
+std::string Builder::add(const std::string& a, const std::string& b) { return node("Add", {a, b}, shape(a)); }
+
+std::string Builder::mul(const std::string& a, const std::string& b) {
+  const Shape& sa = shape(a);
+  const Shape& sb = shape(b);
+  return node("Mul", {a, b}, count(sa) >= count(sb) ? sa : sb);
+}
+
+std::string Builder::maxpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode) {
+  const Shape& s = shape(x);
+  return node("MaxPool", {x}, {s[0], s[1], out_dim(s[2], k, stride, pad, 1, ceil_mode), out_dim(s[3], k, stride, pad, 1, ceil_mode)},
+              {attr("ceil_mode", int64_t{ceil_mode}), attr("kernel_shape", std::vector<int64_t>{k, k}),
+               attr("pads", std::vector<int64_t>{pad, pad, pad, pad}), attr("strides", std::vector<int64_t>{stride, stride})});
+}
+
+std::string Builder::avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode,
+                             bool count_include_pad) {
+  const Shape& s = shape(x);
+  return node("AveragePool", {x},
+              {s[0], s[1], out_dim(s[2], k, stride, pad, 1, ceil_mode), out_dim(s[3], k, stride, pad, 1, ceil_mode)},
+              {attr("ceil_mode", int64_t{ceil_mode}), attr("count_include_pad", int64_t{count_include_pad}),
+               attr("kernel_shape", std::vector<int64_t>{k, k}), attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
+               attr("strides", std::vector<int64_t>{stride, stride})});
+}
+
+std::string Builder::global_avgpool(const std::string& x) {
+  const Shape& s = shape(x);
+  return node("GlobalAveragePool", {x}, {s[0], s[1], 1, 1});
+}
+
+std::string Builder::reduce_mean_hw(const std::string& x, bool keepdims) {
+  const Shape& s = shape(x);
+  return node("ReduceMean", {x}, keepdims ? Shape{s[0], s[1], 1, 1} : Shape{s[0], s[1]},
+              {attr("axes", std::vector<int64_t>{2, 3}), attr("keepdims", int64_t{keepdims})});
+}
+
+std::string Builder::flatten(const std::string& x) {
+  const Shape& s = shape(x);
+  return node("Flatten", {x}, {s[0], count(s) / s[0]}, {attr("axis", int64_t{1})});
+}
+
+std::string Builder::gemm(const std::string& x, int64_t out_features) {
+  const Shape& s = shape(x);
+  const std::string w = random_weights({out_features, s[1]}, std::sqrt(1.f / static_cast<float>(s[1])));
+  const std::string b = random_weights({out_features}, 0.1f);
+  flops_ += 2.0 * static_cast<double>(s[0] * s[1] * out_features);
+  return node("Gemm", {x, w, b}, {s[0], out_features},
+              {attr("alpha", 1.f), attr("beta", 1.f), attr("transB", int64_t{1})});
+}
+
+std::string Builder::concat(const std::vector<std::string>& xs, int64_t axis) {
+  Shape s = shape(xs[0]);
+  s[static_cast<size_t>(axis)] = 0;
+  for (const auto& x : xs) s[static_cast<size_t>(axis)] += shape(x)[static_cast<size_t>(axis)];
+  return node("Concat", xs, s, {attr("axis", axis)});
+}
+
+std::vector<std::string> Builder::split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis) {
+  auto* n = add_node("Split", {x, constant_ints(sizes)}, fresh("split"));
+  n->clear_output();
+  *n->add_attribute() = attr("axis", axis);
+  std::vector<std::string> outs;
+  for (auto sz : sizes) {
+    Shape s = shape(x);
+    s[static_cast<size_t>(axis)] = sz;
+    outs.push_back(fresh("split_out"));
+    n->add_output(outs.back());
+    shapes_[outs.back()] = s;
+  }
+  return outs;
+}
+
+std::string Builder::channel_shuffle(const std::string& x, int64_t groups) {
+  const Shape s = shape(x);
+  // b, c, h, w = x.size(); x.view(b, groups, c // groups, h, w) as the exporter writes it.
+  const std::string shp = node("Shape", {x}, {4});
+  auto dim = [&](int64_t i) {
+    const std::string g = node("Gather", {shp, constant_ints({i})}, {1}, {attr("axis", int64_t{0})});
+    return g;
+  };
+  const std::string b = dim(0), h = dim(2), w = dim(3);
+  const std::string target5 = node("Concat", {b, constant_ints({groups}), constant_ints({s[1] / groups}), h, w}, {5},
+                                   {attr("axis", int64_t{0})});
+  const std::string v = node("Reshape", {x, target5}, {s[0], groups, s[1] / groups, s[2], s[3]});
+  const std::string t = node("Transpose", {v}, {s[0], s[1] / groups, groups, s[2], s[3]},
+                             {attr("perm", std::vector<int64_t>{0, 2, 1, 3, 4})});
+  const std::string target4 = node("Concat", {b, constant_ints({-1}), h, w}, {4}, {attr("axis", int64_t{0})});
+  return node("Reshape", {t, target4}, s);
+}
+
+std::string Builder::softmax(const std::string& x, int64_t axis) {
+  return node("Softmax", {x}, shape(x), {attr("axis", axis)});
+}
+
+onnx::ModelProto Builder::model() const { return model_; }
+
+void Builder::save(const fs::path& path) const { io::write_file_atomic(path, model_.SerializeAsString()); }
+
+}  // namespace nnmeter::onnxgen

@@ -1,0 +1,78 @@
+// Builds ONNX models the way the PyTorch exporter writes them (opset 13, eval mode, initializers with
+// fixed-seed random weights), tracking shapes and FLOPs as it goes. Used by the model zoo, the
+// onednn_cpu tests and the benchmarks.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <map>
+#include <random>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter::onnxgen {
+
+class Builder {
+ public:
+  explicit Builder(std::string name, int64_t opset = 13, uint32_t seed = 0);
+
+  std::string input(const std::string& name, const Shape& shape);
+  void output(const std::string& value);
+
+  // Layers. Every call returns the output tensor name.
+  std::string conv(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t pad = -1,
+                   int64_t group = 1, bool bias = false, int64_t dilation = 1);
+  std::string batchnorm(const std::string& x);
+  std::string conv_bn(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t group = 1) {
+    return batchnorm(conv(x, cout, k, stride, -1, group));
+  }
+  std::string relu(const std::string& x);
+  std::string relu6(const std::string& x);  // Clip(0, 6) with min/max inputs (opset >= 11)
+  std::string sigmoid(const std::string& x);
+  std::string hardsigmoid(const std::string& x, float alpha = 1.f / 6, float beta = 0.5f);
+  std::string hardswish(const std::string& x);  // x * HardSigmoid(x), as exported before opset 14
+  std::string swish(const std::string& x);      // x * Sigmoid(x), PyTorch's SiLU export
+  std::string add(const std::string& a, const std::string& b);
+  std::string mul(const std::string& a, const std::string& b);
+  std::string maxpool(const std::string& x, int64_t k, int64_t stride, int64_t pad = 0, bool ceil_mode = false);
+  std::string avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad = 0, bool ceil_mode = false,
+                      bool count_include_pad = false);
+  std::string global_avgpool(const std::string& x);
+  std::string reduce_mean_hw(const std::string& x, bool keepdims);
+  std::string flatten(const std::string& x);
+  std::string gemm(const std::string& x, int64_t out_features);  // Linear: Gemm(transB=1)
+  std::string concat(const std::vector<std::string>& xs, int64_t axis = 1);
+  std::vector<std::string> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis = 1);
+  // ShuffleNet's channel shuffle exactly as exported: the view shapes are computed from Shape/Gather at
+  // run time, so loading it exercises constant folding.
+  std::string channel_shuffle(const std::string& x, int64_t groups);
+  std::string softmax(const std::string& x, int64_t axis = -1);
+  std::string node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
+                   const std::vector<onnx::AttributeProto>& attrs = {});
+
+  std::string constant_ints(const std::vector<int64_t>& values);
+  std::string constant_floats(const Shape& shape, const std::vector<float>& values);
+  std::string random_weights(const Shape& shape, float scale);
+
+  const Shape& shape(const std::string& value) const;
+  double flops() const { return flops_; }  // multiply-adds count 2
+  onnx::ModelProto model() const;
+  void save(const fs::path& path) const;
+
+ private:
+  std::string fresh(const std::string& base);
+  onnx::NodeProto* add_node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output);
+
+  onnx::ModelProto model_;
+  std::map<std::string, Shape> shapes_;
+  std::mt19937 rng_;
+  int counter_ = 0;
+  double flops_ = 0;
+};
+
+onnx::AttributeProto attr(const std::string& name, int64_t value);
+onnx::AttributeProto attr(const std::string& name, float value);
+onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values);
+onnx::AttributeProto attr(const std::string& name, const std::string& value);
+
+}  // namespace nnmeter::onnxgen

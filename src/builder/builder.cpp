@@ -1,0 +1,291 @@
+#include "nnmeter/builder.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/io.h"
+#include "nnmeter/backend.h"
+#include "nnmeter/kernel_data.h"
+#include "nnmeter/profiling.h"
+
+namespace nnmeter {
+
+namespace {
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string with_mark(const std::string& base, const std::string& mark) { return mark.empty() ? base : base + "_" + mark; }
+
+KernelData merge(const KernelData& a, const KernelData& b) {
+  KernelData out = a;
+  for (const auto& [id, entry] : b.items()) out[id] = entry;
+  return out;
+}
+
+Json kernel_settings(const Workspace& ws, const std::string& kernel) {
+  const Json& kernels = ws.predictorbuild_config["KERNELS"];
+  Json s = {{"INIT_SAMPLE_NUM", 1000}, {"FINEGRAINED_SAMPLE_NUM", 20}, {"ITERATION", 3}, {"ERROR_THRESHOLD", 0.1}};
+  if (kernels.contains(kernel))
+    for (const auto& [k, v] : kernels[kernel].items()) s[k] = v;
+  for (const char* key : {"INIT_SAMPLE_NUM", "FINEGRAINED_SAMPLE_NUM", "ITERATION"})
+    if (!s[key].is_number_integer() || s[key].get<int>() <= 0)
+      throw Error(fmt::format("predictorbuild_config.yaml: KERNELS.{}.{} must be a positive integer, got {}", kernel, key,
+                              s[key].dump()));
+  if (!s["ERROR_THRESHOLD"].is_number() || s["ERROR_THRESHOLD"].get<double>() <= 0)
+    throw Error(fmt::format("predictorbuild_config.yaml: KERNELS.{}.ERROR_THRESHOLD must be a positive number", kernel));
+  return s;
+}
+
+}  // namespace
+
+KernelData load_kernel_data(const std::string& kernel_type, const std::vector<fs::path>& config_files,
+                            const std::vector<fs::path>& latency_files) {
+  if (config_files.empty()) throw Error("kernel data needs at least one config json file");
+  Json configs = Json::object();
+  for (const auto& file : config_files) {
+    const Json doc = io::load_json_file(file);
+    if (!doc.is_object() || !doc.contains(kernel_type) || !doc[kernel_type].is_object())
+      throw Error(file.string() + " holds no configs of kernel '" + kernel_type + "' ({\"" + kernel_type +
+                  "\": {ID: {model, shapes, config}}} expected)");
+    for (const auto& [id, entry] : doc[kernel_type].items()) configs[id] = entry;
+  }
+  for (const auto& file : latency_files) {
+    const Json doc = io::load_json_file(file);
+    if (!doc.is_object() || !doc.contains(kernel_type) || !doc[kernel_type].is_object())
+      throw Error(file.string() + " holds no latencies of kernel '" + kernel_type + "'");
+    for (const auto& [id, entry] : doc[kernel_type].items()) {
+      if (!configs.contains(id))
+        throw Error(fmt::format("{}: ID {} has a latency but no config in the config files given", file.string(), id));
+      if (!entry.is_object() || !entry.contains("latency"))
+        throw Error(fmt::format("{}: ID {} has no \"latency\"", file.string(), id));
+      if (!parse_latency_value(entry["latency"]))
+        throw Error(fmt::format("{}: ID {} has an unparsable latency {}", file.string(), id, entry["latency"].dump()));
+      configs[id]["latency"] = entry["latency"];
+    }
+  }
+  return configs;
+}
+
+Builder::Builder(Workspace workspace, Registry registry, BuilderSettings settings)
+    : workspace_(std::move(workspace)), registry_(std::move(registry)), settings_(std::move(settings)) {
+  if (settings_.backend.empty()) throw Error("the builder needs a backend name");
+  find_backend(registry_, settings_.backend);  // fail now, not after sampling
+}
+
+KernelSuite& Builder::suite(const std::string& kernel_type) {
+  auto it = suites_.find(kernel_type);
+  if (it == suites_.end())
+    it = suites_.emplace(kernel_type, find_kernel(registry_, kernel_type).create(workspace_.predictorbuild_config)).first;
+  return it->second;
+}
+
+uint64_t Builder::seed_for(const std::string& kernel_type, const std::string& mark) const {
+  return settings_.seed ^ fnv1a(kernel_type + "/" + mark);
+}
+
+KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Json& entries) {
+  std::vector<ProfileJob> jobs;
+  for (const auto& [id, entry] : entries.items()) {
+    if (!entry.is_object() || !entry.contains("model"))
+      throw Error(fmt::format("kernel data entry {} of '{}' has no model path", id, kernel_type));
+    ProfileJob job{id, entry["model"].get<std::string>(), {}};
+    if (entry.contains("converted_model") && entry["converted_model"].is_array())
+      for (const auto& f : entry["converted_model"]) job.converted_files.emplace_back(f.get<std::string>());
+    jobs.push_back(std::move(job));
+  }
+  ProfilerOptions options;
+  options.backend = settings_.backend;
+  options.backend_config = workspace_.backend_config;
+  options.registry_home = registry_.home();
+  options.work_dir = workspace_.predictor_build_dir() / "converted";
+  options.timeout_s = settings_.timeout_s;
+  options.worker_executable = settings_.worker_executable;
+  options.label = kernel_type;
+  options.progress = settings_.progress;
+  const auto outcomes = profile_models(jobs, options, results_dir() / ("profile_journal_" + kernel_type + ".jsonl"),
+                                       results_dir() / "profile_error.log");
+
+  const fs::path profiled_file = results_dir() / ("profiled_" + kernel_type + ".json");
+  Json doc = fs::exists(profiled_file) ? io::load_json_file(profiled_file) : Json::object();
+  if (!doc.is_object()) throw Error(profiled_file.string() + " is not a kernel latency file: move it away");
+  const bool detail = workspace_.predictorbuild_config.value("DETAIL", false);
+  KernelData profiled = Json::object();
+  size_t failed = 0;
+  for (const auto& [id, outcome] : outcomes) {
+    if (!outcome.ok) {
+      ++failed;
+      continue;
+    }
+    Json entry = detail ? entries[id] : Json::object();
+    entry["latency"] = outcome.stats.latency().str();
+    doc[kernel_type][id] = entry;
+    profiled[id] = entries[id];
+    profiled[id]["latency"] = entry["latency"];
+  }
+  io::save_json_file(profiled_file, doc);
+  failed_profiles_[kernel_type] += failed;
+  if (failed > 0) spdlog::info("{}: {} of {} models failed to profile (see {})", kernel_type, failed, outcomes.size(),
+                               (results_dir() / "profile_error.log").string());
+  if (!outcomes.empty() && failed == outcomes.size())
+    throw Error(fmt::format("all {} models of '{}' failed to profile: see {}", failed, kernel_type,
+                            (results_dir() / "profile_error.log").string()));
+  return profiled;
+}
+
+KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
+                                                   const std::vector<KernelConfig>& configs, const std::string& mark) {
+  const SampleResult sampled = generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs,
+                                                      seed_for(kernel_type, mark));
+  return profile_kernel_data(kernel_type, sampled.new_entries);
+}
+
+PredictorBuildResult Builder::build_predictor_by_data(const std::string& kernel_type, const KernelData& kernel_data,
+                                                      double error_threshold, const std::string& mark) {
+  KernelSuite& s = suite(kernel_type);
+  const KernelDataTable table = get_data_by_profiled_results(kernel_type, *s.parser, Json{{kernel_type, kernel_data}});
+  KernelDataset data;
+  data.features = table.features;
+  data.labels = table.labels;
+  for (const auto& id : table.ids) data.configs.push_back(kernel_data.at(id).value("config", Json::object()));
+  data.feature_names = feature_names_for(*s.parser, data.features.front().size());
+  const RegressorParams params = settings_.regressor == RegressorMode::gbdt
+                                     ? default_gbdt_params()
+                                     : default_regressor_params(kernel_type, settings_.backend);
+
+  PredictorBuildResult out;
+  out.train = train_kernel_predictor(data, params, error_threshold, TrainMode::split, kernel_type);
+  out.acc10 = out.train.metrics ? out.train.metrics->acc10 : 0.0;
+  out.error_configs = out.train.error_configs;
+  out.model_file = results_dir() / "predictors" / (kernel_type + "_" + mark + ".json");
+  out.train.model.save(out.model_file);
+  write_test_result_csv(results_dir() / "collection" / ("TestResult_" + kernel_type + "_" + mark + ".csv"), data, out.train);
+  if (out.train.metrics) {
+    const LatencyMetrics& m = *out.train.metrics;
+    spdlog::info("{} ({}): {} samples, rmse {:.4f} ms, rmspe {:.2f} %, 5%/10%/15% accuracy {:.1f}/{:.1f}/{:.1f} %",
+                 kernel_type, mark, out.train.sample_count, m.rmse, m.rmspe, 100 * m.acc5, 100 * m.acc10, 100 * m.acc15);
+  }
+  return out;
+}
+
+std::pair<PredictorBuildResult, KernelData> Builder::build_initial_predictor_by_data(const std::string& kernel_type,
+                                                                                     int init_sample_num,
+                                                                                     double error_threshold,
+                                                                                     const std::string& mark) {
+  const std::string m = with_mark("prior", mark);
+  KernelData data = sample_and_profile_kernel_data(kernel_type, init_sample_num, SamplingMode::Prior, {}, m);
+  return {build_predictor_by_data(kernel_type, data, error_threshold, m), data};
+}
+
+std::pair<PredictorBuildResult, KernelData> Builder::build_adaptive_predictor_by_data(const std::string& kernel_type,
+                                                                                      const KernelData& kernel_data,
+                                                                                      int finegrained_sample_num,
+                                                                                      double error_threshold,
+                                                                                      const std::string& mark) {
+  const std::string m = with_mark("finegrained", mark);
+  PredictorBuildResult current = build_predictor_by_data(kernel_type, kernel_data, error_threshold, m);
+  if (current.error_configs.empty()) return {std::move(current), kernel_data};
+  const KernelData fresh = sample_and_profile_kernel_data(kernel_type, finegrained_sample_num, SamplingMode::Finegrained,
+                                                          current.error_configs, m);
+  KernelData merged = merge(kernel_data, fresh);
+  return {build_predictor_by_data(kernel_type, merged, error_threshold, m), merged};
+}
+
+std::pair<PredictorBuildResult, KernelData> Builder::build_predictor_for_kernel(
+    const std::string& kernel_type, int init_sample_num, int finegrained_sample_num, int iteration, double error_threshold,
+    const std::string& mark, KernelBuildSummary* summary) {
+  if (init_sample_num <= 0 || finegrained_sample_num <= 0 || iteration <= 0)
+    throw Error(fmt::format("'{}': init_sample_num, finegrained_sample_num and iteration must be positive", kernel_type));
+  auto [result, data] = build_initial_predictor_by_data(kernel_type, init_sample_num, error_threshold, mark);
+  std::vector<double> acc10s = {result.acc10};
+  spdlog::info("{}: iteration 1: acc10 {:.4f}, error_configs number: {}", kernel_type, result.acc10,
+               result.error_configs.size());
+  for (int i = 1; i < iteration && !result.error_configs.empty(); ++i) {
+    const std::string m = with_mark("finegrained" + std::to_string(i), mark);
+    const KernelData fresh = sample_and_profile_kernel_data(kernel_type, finegrained_sample_num, SamplingMode::Finegrained,
+                                                            result.error_configs, m);
+    data = merge(data, fresh);
+    result = build_predictor_by_data(kernel_type, data, error_threshold, m);
+    acc10s.push_back(result.acc10);
+    spdlog::info("{}: iteration {}: acc10 {:.4f}, error_configs number: {}", kernel_type, i + 1, result.acc10,
+                 result.error_configs.size());
+  }
+  if (summary != nullptr) {
+    summary->kernel = kernel_type;
+    summary->samples = result.train.sample_count;
+    summary->failed = failed_profiles_[kernel_type];
+    summary->metrics = result.train.metrics.value_or(LatencyMetrics{});
+    summary->acc10_per_iteration = acc10s;
+  }
+  return {std::move(result), std::move(data)};
+}
+
+std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vector<std::string>& kernels,
+                                                                 const std::string& name, const fs::path& folder) {
+  std::vector<std::string> todo = kernels;
+  if (todo.empty())
+    for (const auto& [kernel, settings] : workspace_.predictorbuild_config["KERNELS"].items()) todo.push_back(kernel);
+  if (todo.empty()) throw Error("predictorbuild_config.yaml lists no KERNELS to build");
+  for (const auto& kernel : todo) {
+    find_kernel(registry_, kernel);  // every name valid before any work starts
+    kernel_settings(workspace_, kernel);
+  }
+
+  PredictorInfo info;
+  info.name = name.empty() ? settings_.backend + "_predictor" : name;
+  info.backend = settings_.backend;
+  info.backend_config = resolve_backend_config(find_backend(registry_, settings_.backend).params,
+                                               workspace_.backend_config, "backend_config.yaml");
+  PredictorWriter writer(folder.empty() ? workspace_.predictor_build_dir() / "predictor" : folder, info);
+  std::vector<KernelBuildSummary> summaries;
+  for (const auto& kernel : todo) {
+    const Json s = kernel_settings(workspace_, kernel);
+    KernelBuildSummary summary;
+    auto [result, data] = build_predictor_for_kernel(kernel, s["INIT_SAMPLE_NUM"], s["FINEGRAINED_SAMPLE_NUM"],
+                                                     s["ITERATION"], s["ERROR_THRESHOLD"], "", &summary);
+    // The shipped model is fit on every sample; the metrics are those of the last held-out evaluation.
+    KernelSuite& ks = suite(kernel);
+    const KernelDataTable table = get_data_by_profiled_results(kernel, *ks.parser, Json{{kernel, data}});
+    KernelDataset all;
+    all.features = table.features;
+    all.labels = table.labels;
+    all.feature_names = feature_names_for(*ks.parser, all.features.front().size());
+    const RegressorParams params = settings_.regressor == RegressorMode::gbdt ? default_gbdt_params()
+                                                                              : default_regressor_params(kernel, settings_.backend);
+    const TrainResult final_fit = train_kernel_predictor(all, params, s["ERROR_THRESHOLD"], TrainMode::final, kernel);
+    KernelPredictorMeta meta;
+    meta.kernel = kernel;
+    meta.feature_names = all.feature_names;
+    meta.log_target = params.log_target;
+    meta.params = params;
+    meta.metrics = result.train.metrics;
+    meta.sample_count = final_fit.sample_count;
+    writer.add_kernel(final_fit.model, meta);
+    summaries.push_back(summary);
+  }
+  const fs::path meta_yaml = writer.finish();
+  Json table = Json::array();
+  for (const auto& s : summaries)
+    table.push_back({{"kernel", s.kernel}, {"samples", s.samples}, {"failed", s.failed}, {"metrics", s.metrics.to_json()},
+                     {"acc10_per_iteration", s.acc10_per_iteration}});
+  io::save_json_file(results_dir() / "accuracy.json", table);
+  spdlog::info("Predictor '{}' saved in {}; register it with: nn-meter register --predictor {}", info.name,
+               meta_yaml.parent_path().string(), meta_yaml.string());
+  return summaries;
+}
+
+std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries) {
+  std::string out = fmt::format("{:<18} {:>8} {:>10} {:>9} {:>7} {:>7} {:>7}\n", "kernel", "samples", "rmse(ms)",
+                                "rmspe(%)", "acc5", "acc10", "acc15");
+  for (const auto& s : summaries) {
+    const LatencyMetrics& m = s.metrics;
+    out += fmt::format("{:<18} {:>8} {:>10.4f} {:>9.2f} {:>6.1f}% {:>6.1f}% {:>6.1f}%\n", s.kernel, s.samples, m.rmse,
+                       m.rmspe, 100 * m.acc5, 100 * m.acc10, 100 * m.acc15);
+  }
+  return out;
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,41 @@
+// Internal description of the builtin kernels. Each kernel family file (conv_kernels.cpp, ...) returns
+// specs; builtin_kernels.cpp turns them into KernelInfo entries with the family's sampler and parser.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/onnx_builder.h"
+#include "nnmeter/kernel.h"
+
+namespace nnmeter::kernels {
+
+// The sampler/parser family a kernel belongs to (nn-Meter's sampler classes).
+enum class Family { Conv, DwConv, Pooling, Fc, Concat, CinEven, HwCin, GlobalAvgPool };
+
+struct BuiltinKernelSpec {
+  std::string name;
+  Family family;
+  // Validates the config and returns the model inputs without the batch dimension.
+  std::function<std::vector<Shape>(const KernelConfig&)> inputs;
+  // Adds the kernel's nodes after the graph inputs and declares the graph outputs (with batch).
+  std::function<void(onnxb::GraphBuilder&, const std::vector<std::string>& inputs, const KernelConfig&, int64_t batch)>
+      body;
+};
+
+std::vector<BuiltinKernelSpec> conv_kernel_specs();         // conv-*, dwconv-*
+std::vector<BuiltinKernelSpec> pool_kernel_specs();         // maxpool, avgpool, global-avgpool
+std::vector<BuiltinKernelSpec> structural_kernel_specs();   // fc, concat, split, channelshuffle, se
+std::vector<BuiltinKernelSpec> elementwise_kernel_specs();  // bnrelu, bn, hswish, swish, relu, addrelu, add
+
+// The Kernel implementation shared by every builtin spec.
+std::unique_ptr<Kernel> make_kernel(const BuiltinKernelSpec& spec);
+
+inline Shape with_batch(int64_t batch, Shape s) {
+  s.insert(s.begin(), batch);
+  return s;
+}
+
+}  // namespace nnmeter::kernels

@@ -1,0 +1,108 @@
+#include "kernels/feature_parsers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/config_check.h"
+
+namespace nnmeter::kernels {
+
+namespace {
+
+enum class Extra { None, Conv, DwConv, Fc };
+
+class BuiltinParser : public FeatureParser {
+ public:
+  BuiltinParser(std::string kernel, std::vector<std::string> needed, Extra extra)
+      : kernel_(std::move(kernel)), needed_(std::move(needed)), extra_(extra) {}
+
+  std::vector<std::string> needed_config() const override { return needed_; }
+
+  std::vector<double> get_feature_by_config(const KernelConfig& config) const override {
+    KernelConfig c = with_implied_keys(config);
+    std::vector<double> feature;
+    for (const auto& key : needed_) {
+      // Concat's absent inputs are 0; every other value is a positive integer.
+      int64_t lo = kernel_ == "concat" && (key == "CIN3" || key == "CIN4") ? 0 : 1;
+      if (lo == 0 && !c.contains(key)) c[key] = 0;
+      feature.push_back(static_cast<double>(kcheck::get_int(c, kernel_, key, lo, std::numeric_limits<int64_t>::max())));
+    }
+    if (extra_ == Extra::None) return feature;
+    double flops = 0, params = 0;
+    if (extra_ == Extra::Fc) {
+      const double cin = feature[0], cout = feature[1];
+      params = flops = (2 * cin + 1) * cout;
+    } else {
+      // Real-valued HW/S as nn-Meter's evaluation.py computes it (no flooring).
+      const double hw = feature[0], cin = feature[1], cout = feature[2], k = feature[3], s = feature[4];
+      params = extra_ == Extra::Conv ? cout * (k * k * cin + 1) : cin * (k * k + 1);
+      flops = 2 * (hw / s) * (hw / s) * params;
+    }
+    feature.push_back(flops / 2e6);
+    feature.push_back(params / 1e6);
+    return feature;
+  }
+
+  KernelConfig get_config_by_feature(const std::vector<double>& feature) const override {
+    const size_t extra = extra_ == Extra::None ? 0 : 2;
+    if (feature.size() != needed_.size() + extra)
+      throw Error("kernel '" + kernel_ + "' feature vector has " + std::to_string(feature.size()) + " values, expected " +
+                  std::to_string(needed_.size() + extra));
+    KernelConfig config = Json::object();
+    for (size_t i = 0; i < needed_.size(); ++i) {
+      double v = feature[i];
+      if (v == std::floor(v) && std::fabs(v) < 9e15)
+        config[needed_[i]] = static_cast<int64_t>(v);
+      else
+        config[needed_[i]] = v;
+    }
+    return config;
+  }
+
+ private:
+  // Keys nn-Meter fills in before extracting features: COUT of depthwise convs and pooling is CIN, and
+  // pooling configs written with STRIDES mean POOL_STRIDES.
+  KernelConfig with_implied_keys(const KernelConfig& config) const {
+    if (!config.is_object()) throw Error("kernel '" + kernel_ + "' config must be a JSON object, got " + config.dump());
+    KernelConfig c = config;
+    bool wants_cout = std::find(needed_.begin(), needed_.end(), "COUT") != needed_.end();
+    if (wants_cout && !c.contains("COUT") && c.contains("CIN") && kernel_ != "fc" && extra_ != Extra::Conv)
+      c["COUT"] = c["CIN"];
+    bool wants_pool_strides = std::find(needed_.begin(), needed_.end(), "POOL_STRIDES") != needed_.end();
+    if (wants_pool_strides && !c.contains("POOL_STRIDES") && c.contains("STRIDES")) c["POOL_STRIDES"] = c["STRIDES"];
+    return c;
+  }
+
+  std::string kernel_;
+  std::vector<std::string> needed_;
+  Extra extra_;
+};
+
+}  // namespace
+
+std::unique_ptr<FeatureParser> make_parser(const std::string& kernel_name, Family family) {
+  const std::vector<std::string> conv = {"HW", "CIN", "COUT", "KERNEL_SIZE", "STRIDES"};
+  switch (family) {
+    case Family::Conv: return std::make_unique<BuiltinParser>(kernel_name, conv, Extra::Conv);
+    case Family::DwConv: return std::make_unique<BuiltinParser>(kernel_name, conv, Extra::DwConv);
+    case Family::Pooling:
+      return std::make_unique<BuiltinParser>(kernel_name,
+                                             std::vector<std::string>{"HW", "CIN", "COUT", "KERNEL_SIZE", "POOL_STRIDES"},
+                                             Extra::None);
+    case Family::Fc: return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"CIN", "COUT"}, Extra::Fc);
+    case Family::Concat:
+      return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN1", "CIN2", "CIN3", "CIN4"},
+                                             Extra::None);
+    case Family::CinEven:
+    case Family::GlobalAvgPool:
+    case Family::HwCin:
+      break;
+  }
+  // nn-Meter feeds CIN twice for the two-input element-wise kernels.
+  if (kernel_name == "add" || kernel_name == "addrelu")
+    return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN", "CIN"}, Extra::None);
+  return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN"}, Extra::None);
+}
+
+}  // namespace nnmeter::kernels

@@ -1,0 +1,13 @@
+// Builtin feature parsers (nn-Meter's extract_feature.py): the kernel's needed configs in order, plus
+// FLOPs/2e6 and params/1e6 for conv, dwconv and fc kernels.
+#pragma once
+
+#include <memory>
+
+#include "kernels/builtin.h"
+
+namespace nnmeter::kernels {
+
+std::unique_ptr<FeatureParser> make_parser(const std::string& kernel_name, Family family);
+
+}  // namespace nnmeter::kernels

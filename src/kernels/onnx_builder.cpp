@@ -1,0 +1,226 @@
+#include "kernels/onnx_builder.h"
+
+#include <onnx/common/constants.h>
+
+#include <cmath>
+#include <algorithm>
+#include <cstring>
+
+namespace nnmeter::onnxb {
+
+Attr attr_int(std::string name, int64_t v) { return {std::move(name), Attr::Kind::Int, v, 0, {}, {}}; }
+Attr attr_float(std::string name, float v) { return {std::move(name), Attr::Kind::Float, 0, v, {}, {}}; }
+Attr attr_ints(std::string name, std::vector<int64_t> v) {
+  return {std::move(name), Attr::Kind::Ints, 0, 0, std::move(v), {}};
+}
+Attr attr_string(std::string name, std::string v) { return {std::move(name), Attr::Kind::String, 0, 0, {}, std::move(v)}; }
+
+namespace {
+
+void set_shape(onnx::ValueInfoProto* vi, const Shape& shape) {
+  auto* tensor = vi->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* dims = tensor->mutable_shape();
+  for (int64_t d : shape) dims->add_dim()->set_dim_value(d);
+}
+
+int64_t numel(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+}  // namespace
+
+namespace {
+
+// Weight values do not change a kernel's latency, but drawing 10^8 of them one by one would make model
+// generation compute-bound. Large tensors therefore copy 4 Ki-value runs from a fixed table of uniform
+// draws, each run starting at a seeded random offset; small tensors are drawn value by value.
+constexpr size_t kTableSize = size_t{1} << 16;
+constexpr size_t kRun = 4096;
+
+const std::vector<float>& uniform_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(kTableSize + kRun);
+    WeightRng rng(0x6E6E4D6574657221ULL);
+    for (float& v : t) v = rng.uniform(0.0f, 1.0f);
+    return t;
+  }();
+  return table;
+}
+
+void fill_uniform(float* out, size_t n, float lo, float hi, WeightRng& rng) {
+  const float span = hi - lo;
+  if (n < 4 * kRun) {
+    for (size_t i = 0; i < n; ++i) out[i] = rng.uniform(lo, hi);
+    return;
+  }
+  const float* table = uniform_table().data();
+  for (size_t i = 0; i < n; i += kRun) {
+    const float* src = table + rng.next() % kTableSize;
+    const size_t len = std::min(kRun, n - i);
+    for (size_t j = 0; j < len; ++j) out[i + j] = lo + span * src[j];
+  }
+}
+
+}  // namespace
+
+GraphBuilder::GraphBuilder(std::string graph_name, uint64_t weight_seed) : rng_(weight_seed) {
+  model_.set_ir_version(onnx::IR_VERSION);
+  model_.set_producer_name("nn-meter");
+  auto* opset = model_.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  graph_ = model_.mutable_graph();
+  graph_->set_name(std::move(graph_name));
+}
+
+std::string GraphBuilder::fresh(const std::string& hint) { return hint + "_" + std::to_string(counter_++); }
+
+std::string GraphBuilder::input(const Shape& shape) {
+  // nn-Meter's torch export names a single input "input"; further inputs get a suffix.
+  std::string name = inputs_ == 0 ? "input" : "input_" + std::to_string(inputs_);
+  ++inputs_;
+  set_shape(graph_->add_input(), shape);
+  graph_->mutable_input(graph_->input_size() - 1)->set_name(name);
+  return name;
+}
+
+std::string GraphBuilder::random_weight(const std::string& hint, const Shape& shape, float lo, float hi) {
+  std::string name = fresh(hint);
+  auto* t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->add_dims(d);
+  // Filling raw_data in place avoids a second copy of multi-hundred-megabyte weights.
+  const int64_t n = numel(shape);
+  std::string* raw = t->mutable_raw_data();
+  raw->resize(static_cast<size_t>(n) * sizeof(float));
+  fill_uniform(reinterpret_cast<float*>(raw->data()), static_cast<size_t>(n), lo, hi, rng_);
+  return name;
+}
+
+std::string GraphBuilder::he_weight(const std::string& hint, const Shape& shape, int64_t fan_in) {
+  const float a = std::sqrt(6.0f / static_cast<float>(fan_in > 0 ? fan_in : 1));
+  return random_weight(hint, shape, -a, a);
+}
+
+std::string GraphBuilder::float_const(const std::string& hint, const Shape& shape, const std::vector<float>& values) {
+  std::string name = fresh(hint);
+  auto* t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : shape) t->add_dims(d);
+  for (float v : values) t->add_float_data(v);
+  return name;
+}
+
+std::string GraphBuilder::int64_const(const std::string& hint, const std::vector<int64_t>& values) {
+  std::string name = fresh(hint);
+  auto* t = graph_->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+  return name;
+}
+
+std::vector<std::string> GraphBuilder::node(const std::string& op, const std::vector<std::string>& inputs,
+                                            const std::vector<Attr>& attrs, int num_outputs) {
+  auto* n = graph_->add_node();
+  n->set_op_type(op);
+  n->set_name(fresh(op));
+  for (const auto& in : inputs) n->add_input(in);
+  std::vector<std::string> outs;
+  for (int i = 0; i < num_outputs; ++i) {
+    outs.push_back(fresh(op + "_out"));
+    n->add_output(outs.back());
+  }
+  for (const auto& a : attrs) {
+    auto* p = n->add_attribute();
+    p->set_name(a.name);
+    switch (a.kind) {
+      case Attr::Kind::Int:
+        p->set_type(onnx::AttributeProto::INT);
+        p->set_i(a.i);
+        break;
+      case Attr::Kind::Float:
+        p->set_type(onnx::AttributeProto::FLOAT);
+        p->set_f(a.f);
+        break;
+      case Attr::Kind::Ints:
+        p->set_type(onnx::AttributeProto::INTS);
+        for (int64_t v : a.ints) p->add_ints(v);
+        break;
+      case Attr::Kind::String:
+        p->set_type(onnx::AttributeProto::STRING);
+        p->set_s(a.s);
+        break;
+    }
+  }
+  return outs;
+}
+
+void GraphBuilder::output(const std::string& name, const Shape& shape) {
+  auto* vi = graph_->add_output();
+  vi->set_name(name);
+  set_shape(vi, shape);
+}
+
+onnx::ModelProto GraphBuilder::finish() { return std::move(model_); }
+
+std::string GraphBuilder::finish_serialized() {
+  std::string bytes;
+  if (!model_.SerializeToString(&bytes)) throw Error("could not serialize the ONNX model '" + graph_->name() + "'");
+  return bytes;
+}
+
+std::vector<int64_t> same_pads(int64_t hw, int64_t kernel, int64_t stride) {
+  const int64_t out = same_out(hw, stride);
+  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - hw, 0);
+  const int64_t begin = total / 2;
+  return {begin, begin, total - begin, total - begin};
+}
+
+int64_t same_out(int64_t hw, int64_t stride) { return (hw + stride - 1) / stride; }
+
+std::string conv2d(GraphBuilder& g, const std::string& x, const Conv2dSpec& s) {
+  const int64_t cout = s.depthwise ? s.cin : s.cout;
+  const int64_t per_group_in = s.depthwise ? 1 : s.cin;
+  std::string w = g.he_weight("conv_weight", {cout, per_group_in, s.kernel, s.kernel}, per_group_in * s.kernel * s.kernel);
+  std::string b = g.random_weight("conv_bias", {cout}, -0.1f, 0.1f);
+  std::vector<Attr> attrs = {attr_ints("kernel_shape", {s.kernel, s.kernel}), attr_ints("strides", {s.stride, s.stride}),
+                             attr_ints("pads", same_pads(s.hw, s.kernel, s.stride)), attr_ints("dilations", {1, 1}),
+                             attr_int("group", s.depthwise ? s.cin : 1)};
+  return g.node1("Conv", {x, w, b}, attrs);
+}
+
+std::string batch_norm(GraphBuilder& g, const std::string& x, int64_t channels) {
+  std::string scale = g.random_weight("bn_scale", {channels}, 0.5f, 1.5f);
+  std::string bias = g.random_weight("bn_bias", {channels}, -0.1f, 0.1f);
+  std::string mean = g.random_weight("bn_mean", {channels}, -0.1f, 0.1f);
+  std::string var = g.random_weight("bn_var", {channels}, 0.5f, 1.5f);
+  // Keras' BatchNormalization epsilon, which nn-Meter's TF kernels use.
+  return g.node1("BatchNormalization", {x, scale, bias, mean, var}, {attr_float("epsilon", 1e-3f)});
+}
+
+std::string relu(GraphBuilder& g, const std::string& x) { return g.node1("Relu", {x}); }
+
+std::string relu6(GraphBuilder& g, const std::string& x) {
+  std::string lo = g.float_const("clip_min", {}, {0.0f});
+  std::string hi = g.float_const("clip_max", {}, {6.0f});
+  return g.node1("Clip", {x, lo, hi});
+}
+
+std::string hswish(GraphBuilder& g, const std::string& x) {
+  std::string gate = g.node1("HardSigmoid", {x}, {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)});
+  return g.node1("Mul", {x, gate});
+}
+
+std::string swish(GraphBuilder& g, const std::string& x) {
+  std::string gate = g.node1("Sigmoid", {x});
+  return g.node1("Mul", {x, gate});
+}
+
+}  // namespace nnmeter::onnxb

@@ -1,0 +1,101 @@
+// A small builder for ONNX graphs (opset 13, float32, NCHW) shared by the builtin kernels and usable by
+// any module that needs to emit a model (fusion test cases, operators). It keeps tensor names unique,
+// stores weights as raw_data initializers, and records the output shapes the caller computed so the
+// serialized model is self-describing.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter::onnxb {
+
+inline constexpr int kOpset = 13;
+
+// splitmix64: tiny, fast and identical on every platform, so weights (and therefore model bytes) depend
+// only on the seed.
+class WeightRng {
+ public:
+  explicit WeightRng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  // Uniform in [lo, hi).
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>((next() >> 40) * 0x1.0p-24); }
+
+ private:
+  uint64_t state_;
+};
+
+struct Attr {
+  std::string name;
+  enum class Kind { Int, Float, Ints, String } kind;
+  int64_t i = 0;
+  float f = 0;
+  std::vector<int64_t> ints;
+  std::string s;
+};
+Attr attr_int(std::string name, int64_t v);
+Attr attr_float(std::string name, float v);
+Attr attr_ints(std::string name, std::vector<int64_t> v);
+Attr attr_string(std::string name, std::string v);
+
+class GraphBuilder {
+ public:
+  GraphBuilder(std::string graph_name, uint64_t weight_seed);
+
+  // A graph input of float32 with a fixed shape; returns its name.
+  std::string input(const Shape& shape);
+  // A float32 initializer filled uniformly in [lo, hi).
+  std::string random_weight(const std::string& hint, const Shape& shape, float lo, float hi);
+  // He-uniform conv/gemm weights, so activations stay in a sane range through a chain of kernels.
+  std::string he_weight(const std::string& hint, const Shape& shape, int64_t fan_in);
+  std::string float_const(const std::string& hint, const Shape& shape, const std::vector<float>& values);
+  std::string int64_const(const std::string& hint, const std::vector<int64_t>& values);
+
+  // Adds a node with `num_outputs` fresh outputs; returns their names.
+  std::vector<std::string> node(const std::string& op, const std::vector<std::string>& inputs,
+                                const std::vector<Attr>& attrs = {}, int num_outputs = 1);
+  std::string node1(const std::string& op, const std::vector<std::string>& inputs, const std::vector<Attr>& attrs = {}) {
+    return node(op, inputs, attrs, 1).front();
+  }
+  // Declares `name` a graph output of the given shape.
+  void output(const std::string& name, const Shape& shape);
+
+  // Moves the graph into a ModelProto (IR of this ONNX, opset 13). The builder is spent afterwards.
+  onnx::ModelProto finish();
+  std::string finish_serialized();
+
+ private:
+  std::string fresh(const std::string& hint);
+  onnx::ModelProto model_;
+  onnx::GraphProto* graph_;
+  WeightRng rng_;
+  int counter_ = 0;
+  int inputs_ = 0;
+};
+
+// Common layer blocks in NCHW. `x` has `channels` channels.
+struct Conv2dSpec {
+  int64_t cin, cout, kernel, stride, hw;  // hw: input height = width
+  bool depthwise = false;
+};
+// TF "same" padding: output ceil(hw/stride), extra padding at the end, written as explicit pads.
+std::vector<int64_t> same_pads(int64_t hw, int64_t kernel, int64_t stride);
+int64_t same_out(int64_t hw, int64_t stride);
+std::string conv2d(GraphBuilder& g, const std::string& x, const Conv2dSpec& spec);
+std::string batch_norm(GraphBuilder& g, const std::string& x, int64_t channels);
+std::string relu(GraphBuilder& g, const std::string& x);
+std::string relu6(GraphBuilder& g, const std::string& x);
+// x * relu6(x + 3) / 6, written as x * HardSigmoid(x; 1/6, 0.5) because HardSwish needs opset 14.
+std::string hswish(GraphBuilder& g, const std::string& x);
+std::string swish(GraphBuilder& g, const std::string& x);
+
+}  // namespace nnmeter::onnxb

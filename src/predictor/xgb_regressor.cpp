@@ -1,0 +1,280 @@
+// KernelRegressor over the XGBoost 1.7 C API. Handles are owned by small RAII types; every return code
+// goes through check(), which turns XGBoost's thread-local last error into an nnmeter::Error.
+#include <xgboost/c_api.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <mutex>
+#include <numeric>
+#include <regex>
+
+#include "common/io.h"
+#include "nnmeter/predictor.h"
+
+namespace nnmeter {
+
+namespace {
+
+// Booster attributes that make a model file self-describing (style anchor §1.9).
+constexpr const char* kAttrVersion = "nnmeter_model_version";
+constexpr const char* kAttrFeatures = "nnmeter_feature_names";
+constexpr const char* kAttrTransform = "nnmeter_target_transform";
+constexpr const char* kAttrParams = "nnmeter_regressor_params";
+constexpr int kModelFileVersion = 1;
+
+// XGBoost's last error is "[hh:mm:ss] source.cc:123: message" followed by a stack trace; nn-meter errors
+// are one line, so keep only the message.
+std::string xgb_error() {
+  static const std::regex prefix(R"(^\[[0-9:]+\] [^ ]+:[0-9]+: )");
+  std::string text = XGBGetLastError();
+  text = text.substr(0, text.find('\n'));
+  return std::regex_replace(text, prefix, "");
+}
+
+void check(int rc, const std::string& what) {
+  if (rc != 0) throw Error(what + " failed in XGBoost: " + xgb_error());
+}
+
+class DMatrix {
+ public:
+  DMatrix(const std::vector<float>& data, size_t rows, size_t cols) {
+    check(XGDMatrixCreateFromMat(data.data(), rows, cols, std::nanf(""), &handle_), "creating the training matrix");
+  }
+  ~DMatrix() {
+    if (handle_) XGDMatrixFree(handle_);
+  }
+  DMatrix(const DMatrix&) = delete;
+  DMatrix& operator=(const DMatrix&) = delete;
+  DMatrixHandle get() const { return handle_; }
+
+ private:
+  DMatrixHandle handle_ = nullptr;
+};
+
+struct BoosterDeleter {
+  void operator()(void* handle) const { XGBoosterFree(handle); }
+};
+using BoosterPtr = std::unique_ptr<void, BoosterDeleter>;
+
+BoosterPtr create_booster(const DMatrixHandle* cache, bst_ulong n) {
+  BoosterHandle handle = nullptr;
+  check(XGBoosterCreate(cache, n, &handle), "creating a booster");
+  return BoosterPtr(handle);
+}
+
+void set_param(BoosterHandle b, const std::string& key, const std::string& value) {
+  check(XGBoosterSetParam(b, key.c_str(), value.c_str()), "setting parameter " + key + "=" + value);
+}
+
+std::optional<std::string> get_attr(BoosterHandle b, const char* key) {
+  const char* out = nullptr;
+  int success = 0;
+  check(XGBoosterGetAttr(b, key, &out, &success), std::string("reading attribute ") + key);
+  if (!success || out == nullptr) return std::nullopt;
+  return std::string(out);
+}
+
+// Row-major float copy; all rows must have `cols` entries.
+std::vector<float> flatten(const FeatureMatrix& rows, size_t cols, const char* what) {
+  std::vector<float> out;
+  out.reserve(rows.size() * cols);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].size() != cols)
+      throw Error(std::string(what) + ": row " + std::to_string(i) + " has " + std::to_string(rows[i].size()) +
+                  " features, expected " + std::to_string(cols));
+    for (double v : rows[i]) out.push_back(static_cast<float>(v));
+  }
+  return out;
+}
+
+std::string fmt_double(double v) {
+  // XGBoost parses parameters with std::stod-like readers; full precision keeps them exact.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+void configure(BoosterHandle b, const RegressorParams& p, size_t n_features, double base_score) {
+  set_param(b, "validate_parameters", "1");
+  set_param(b, "verbosity", "1");
+  set_param(b, "objective", "reg:squarederror");
+  // exact: deep sklearn-like trees are fast with it; lossguide with unlimited depth is pathological (0.4 s vs
+  // 499 s measured, dependencies-debian.md §4).
+  set_param(b, "tree_method", "exact");
+  set_param(b, "nthread", std::to_string(p.threads));
+  set_param(b, "seed", std::to_string(p.seed));
+  set_param(b, "max_depth", std::to_string(p.max_depth));
+  set_param(b, "min_child_weight", fmt_double(p.min_child_weight));
+  set_param(b, "subsample", fmt_double(p.subsample));
+  set_param(b, "base_score", fmt_double(base_score));
+  if (p.max_features > 0 && static_cast<size_t>(p.max_features) < n_features) {
+    // XGBoost keeps floor(colsample · n) features; the +0.5 guards 6/7·7 = 5.9999… from losing a feature.
+    set_param(b, "colsample_bynode", fmt_double((p.max_features + 0.5) / static_cast<double>(n_features)));
+  }
+  if (p.mode == RegressorMode::random_forest) {
+    set_param(b, "num_parallel_tree", std::to_string(p.n_estimators));
+    set_param(b, "eta", "1");
+    // Leaves hold the plain mean of their targets, like sklearn's trees; min_child_weight ≥ 1 keeps the
+    // division safe.
+    set_param(b, "lambda", "0");
+  } else {
+    set_param(b, "eta", fmt_double(p.eta));
+  }
+}
+
+}  // namespace
+
+struct KernelRegressor::Impl {
+  BoosterPtr booster;
+  size_t n_features = 0;
+  std::vector<std::string> feature_names;
+  bool log_target = false;
+  std::mutex predict_mutex;  // XGBoost's in-place predict reuses one output buffer per booster
+};
+
+KernelRegressor::KernelRegressor() = default;
+KernelRegressor::~KernelRegressor() = default;
+KernelRegressor::KernelRegressor(KernelRegressor&&) noexcept = default;
+KernelRegressor& KernelRegressor::operator=(KernelRegressor&&) noexcept = default;
+
+bool KernelRegressor::empty() const { return !impl_; }
+size_t KernelRegressor::feature_count() const { return impl_ ? impl_->n_features : 0; }
+bool KernelRegressor::log_target() const { return impl_ && impl_->log_target; }
+const std::vector<std::string>& KernelRegressor::feature_names() const {
+  static const std::vector<std::string> none;
+  return impl_ ? impl_->feature_names : none;
+}
+
+void KernelRegressor::set_threads(int threads) {
+  if (!impl_) throw Error("set_threads on an empty regressor: train or load it first");
+  set_param(impl_->booster.get(), "nthread", std::to_string(threads));
+}
+
+KernelRegressor KernelRegressor::train(const FeatureMatrix& x, const std::vector<double>& y, const RegressorParams& p,
+                                       const std::vector<std::string>& feature_names) {
+  if (x.empty()) throw Error("cannot train a regressor on zero samples");
+  if (x.size() != y.size())
+    throw Error("regressor training: " + std::to_string(x.size()) + " feature rows but " + std::to_string(y.size()) +
+                " labels");
+  const size_t cols = x.front().size();
+  if (cols == 0) throw Error("regressor training: feature rows are empty");
+  if (!feature_names.empty() && feature_names.size() != cols)
+    throw Error("regressor training: " + std::to_string(feature_names.size()) + " feature names for " +
+                std::to_string(cols) + " features");
+  const std::vector<float> data = flatten(x, cols, "regressor training");
+
+  std::vector<float> target(y.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (!std::isfinite(y[i]) || (p.log_target && y[i] <= 0))
+      throw Error("regressor training: label " + std::to_string(i) + " is " + std::to_string(y[i]) +
+                  (p.log_target ? " (log target needs latencies > 0)" : " (not finite)"));
+    target[i] = static_cast<float>(p.log_target ? std::log(y[i]) : y[i]);
+  }
+  const double base_score = std::accumulate(target.begin(), target.end(), 0.0) / static_cast<double>(target.size());
+
+  DMatrix dtrain(data, x.size(), cols);
+  check(XGDMatrixSetFloatInfo(dtrain.get(), "label", target.data(), target.size()), "setting training labels");
+  const DMatrixHandle cache[] = {dtrain.get()};
+  BoosterPtr booster = create_booster(cache, 1);
+  configure(booster.get(), p, cols, base_score);
+  const int rounds = p.mode == RegressorMode::random_forest ? 1 : p.rounds;
+  for (int i = 0; i < rounds; ++i) check(XGBoosterUpdateOneIter(booster.get(), i, dtrain.get()), "training round");
+
+  std::vector<std::string> names = feature_names;
+  if (names.empty())
+    for (size_t i = 0; i < cols; ++i) names.push_back("feature_" + std::to_string(i));
+  BoosterHandle b = booster.get();
+  check(XGBoosterSetAttr(b, kAttrVersion, std::to_string(kModelFileVersion).c_str()), "setting model attributes");
+  check(XGBoosterSetAttr(b, kAttrFeatures, Json(names).dump().c_str()), "setting model attributes");
+  check(XGBoosterSetAttr(b, kAttrTransform, p.log_target ? "log" : "raw"), "setting model attributes");
+  check(XGBoosterSetAttr(b, kAttrParams, p.to_json().dump().c_str()), "setting model attributes");
+
+  // Reload from the model's own JSON: the in-memory model is then exactly what save() writes (identical
+  // predictions after a round trip), and the booster drops its reference to the training matrix.
+  bst_ulong len = 0;
+  const char* buf = nullptr;
+  check(XGBoosterSaveModelToBuffer(b, R"({"format":"json"})", &len, &buf), "serializing the trained model");
+  KernelRegressor r = from_json_text(std::string(buf, len), "the trained model");
+  r.set_threads(p.threads);
+  return r;
+}
+
+std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
+  if (!impl_) throw Error("predict on an empty regressor: train or load it first");
+  if (rows.empty()) return {};
+  const std::vector<float> data = flatten(rows, impl_->n_features, "prediction input");
+  const Json array = {{"data", {reinterpret_cast<uintptr_t>(data.data()), true}},
+                      {"shape", {rows.size(), impl_->n_features}},
+                      {"typestr", "<f4"},
+                      {"version", 3}};
+  // "cache_id": 0 is mandatory in 1.7 although undocumented: without it XGBoost aborts with
+  // "Invalid cast, from Null to Integer".
+  static const char* config =
+      R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false,"missing":NaN,"cache_id":0})";
+  const std::string values = array.dump();
+
+  std::lock_guard lock(impl_->predict_mutex);
+  const bst_ulong* shape = nullptr;
+  bst_ulong dim = 0;
+  const float* result = nullptr;
+  check(XGBoosterPredictFromDense(impl_->booster.get(), values.c_str(), config, nullptr, &shape, &dim, &result),
+        "prediction");
+  std::vector<double> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    out[i] = impl_->log_target ? std::exp(static_cast<double>(result[i])) : static_cast<double>(result[i]);
+  return out;
+}
+
+void KernelRegressor::save(const fs::path& file) const {
+  if (!impl_) throw Error("cannot save an empty regressor to " + file.string());
+  bst_ulong len = 0;
+  const char* buf = nullptr;
+  std::lock_guard lock(impl_->predict_mutex);  // the save buffer is also per-booster state
+  check(XGBoosterSaveModelToBuffer(impl_->booster.get(), R"({"format":"json"})", &len, &buf),
+        "saving model " + file.string());
+  io::write_file_atomic(file, std::string_view(buf, len));
+}
+
+KernelRegressor KernelRegressor::load(const fs::path& file) {
+  if (!fs::exists(file)) throw Error("model file " + file.string() + " does not exist");
+  if (fs::is_directory(file)) throw Error("model file " + file.string() + " is a folder, not an XGBoost JSON model");
+  const std::string text = io::read_file(file);
+  // XGBoost's own parser can fail with messages that do not name the file; validate first (no DOM built).
+  if (!Json::accept(text))
+    throw Error("model file " + file.string() + " is not valid JSON (corrupt or truncated): rebuild the predictor");
+  return from_json_text(text, "model file " + file.string());
+}
+
+KernelRegressor KernelRegressor::from_json_text(const std::string& text, const std::string& origin) {
+  BoosterPtr booster = create_booster(nullptr, 0);
+  if (XGBoosterLoadModelFromBuffer(booster.get(), text.data(), text.size()) != 0)
+    throw Error(origin + " is not an XGBoost model (" + xgb_error() + "): rebuild the predictor");
+
+  BoosterHandle b = booster.get();
+  const auto version = get_attr(b, kAttrVersion);
+  if (!version) throw Error(origin + " was not written by nn-meter (no " + kAttrVersion + ")");
+  if (*version != std::to_string(kModelFileVersion))
+    throw Error(origin + " has model version " + *version + ", this nn-meter reads version " +
+                std::to_string(kModelFileVersion) + ": rebuild the predictor");
+  KernelRegressor r;
+  r.impl_ = std::make_unique<Impl>();
+  bst_ulong n_features = 0;
+  check(XGBoosterGetNumFeature(b, &n_features), "reading the feature count of " + origin);
+  r.impl_->n_features = n_features;
+  const auto transform = get_attr(b, kAttrTransform);
+  if (!transform || (*transform != "log" && *transform != "raw"))
+    throw Error(origin + " has no valid " + kAttrTransform + " attribute");
+  r.impl_->log_target = *transform == "log";
+  const auto names = get_attr(b, kAttrFeatures);
+  const Json names_json = names ? Json::parse(*names, nullptr, false) : Json();
+  if (!names_json.is_array() || names_json.size() != n_features)
+    throw Error(origin + " has " + std::to_string(n_features) +
+                " features but its feature-name attribute does not list as many");
+  for (const auto& n : names_json) r.impl_->feature_names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  r.impl_->booster = std::move(booster);
+  r.set_threads(1);
+  return r;
+}
+
+}  // namespace nnmeter

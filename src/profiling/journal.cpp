@@ -1,0 +1,68 @@
+#include "profiling/journal.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "common/io.h"
+
+namespace nnmeter {
+
+namespace {
+
+Error journal_error(const fs::path& path, const std::string& what) {
+  return Error("cannot " + what + " journal " + path.string() + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+Journal::Journal(fs::path path) : path_(std::move(path)) {
+  std::error_code ec;
+  fs::create_directories(path_.parent_path(), ec);
+  if (fs::exists(path_)) {
+    const std::string text = io::read_file(path_);
+    const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+    if (complete != text.size() && ::truncate(path_.c_str(), static_cast<off_t>(complete)) != 0)
+      throw journal_error(path_, "repair");
+    std::istringstream lines(text.substr(0, complete));
+    size_t line_no = 0;
+    for (std::string line; std::getline(lines, line);) {
+      ++line_no;
+      if (line.empty()) continue;
+      try {
+        Json record = Json::parse(line);
+        const std::string id = record.at("id").get<std::string>();  // before the move below
+        records_[id] = std::move(record);
+      } catch (const Json::exception& e) {
+        throw Error("journal " + path_.string() + " line " + std::to_string(line_no) + " is not a valid record (" +
+                    e.what() + "): move the file away to start over");
+      }
+    }
+  }
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw journal_error(path_, "open");
+}
+
+Journal::~Journal() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void Journal::append(const Json& record) {
+  const std::string line = record.dump() + "\n";
+  size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw journal_error(path_, "append to");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fdatasync(fd_) != 0) throw journal_error(path_, "sync");
+  records_[record.at("id").get<std::string>()] = record;
+}
+
+}  // namespace nnmeter

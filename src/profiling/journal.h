@@ -1,0 +1,28 @@
+// An append-only JSON-lines journal: one record per line, fsync'ed on every append, so a record that was
+// reported written survives SIGKILL or power loss. A torn last line (killed mid-write) is cut off on open.
+#pragma once
+
+#include <map>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter {
+
+class Journal {
+ public:
+  explicit Journal(fs::path path);
+  ~Journal();
+  Journal(const Journal&) = delete;
+  Journal& operator=(const Journal&) = delete;
+
+  // Records read at open plus those appended since, keyed by their "id" (the last record of an id wins).
+  const std::map<std::string, Json>& records() const { return records_; }
+  void append(const Json& record);
+
+ private:
+  fs::path path_;
+  int fd_ = -1;
+  std::map<std::string, Json> records_;
+};
+
+}  // namespace nnmeter

@@ -1,0 +1,152 @@
+#include "profiling/worker_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+
+extern char** environ;
+
+namespace nnmeter {
+
+namespace {
+
+constexpr int kResultFd = 3;
+
+void close_fd(int& fd) {
+  if (fd >= 0) ::close(fd);
+  fd = -1;
+}
+
+bool write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file,
+                             double startup_timeout_s) {
+  int in_pipe[2], out_pipe[2];
+  if (::pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
+    ::close(in_pipe[0]);
+    ::close(in_pipe[1]);
+    throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
+  }
+  std::error_code ec;
+  fs::create_directories(log_file.parent_path(), ec);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], kResultFd);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // own group: a timeout kills the backend's children too
+  posix_spawnattr_setpgroup(&attr, 0);
+
+  std::vector<std::string> args = {executable.string(), "profile-worker", "--result-fd", std::to_string(kResultFd)};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid_, executable.c_str(), &actions, &attr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  ::close(in_pipe[0]);
+  ::close(out_pipe[1]);
+  to_worker_ = in_pipe[1];
+  from_worker_ = out_pipe[0];
+  if (rc != 0) {
+    pid_ = -1;
+    close_fd(to_worker_);
+    close_fd(from_worker_);
+    throw Error("cannot start the profiling worker " + executable.string() + ": " + std::strerror(rc));
+  }
+  auto reply = request(hello, startup_timeout_s);
+  if (auto* why = std::get_if<std::string>(&reply))
+    throw Error("the profiling worker did not start: " + *why + " (see " + log_file.string() + ")");
+  const Json& answer = std::get<Json>(reply);
+  if (answer.contains("fatal")) {
+    reap("rejected its configuration");
+    throw Error(answer["fatal"].get<std::string>());
+  }
+}
+
+WorkerProcess::~WorkerProcess() {
+  close_fd(to_worker_);  // EOF on stdin: the worker exits after its current model
+  if (pid_ > 0) {
+    // Give it a moment to exit cleanly, then make sure.
+    for (int i = 0; i < 50 && ::waitpid(pid_, nullptr, WNOHANG) == 0; ++i) ::usleep(20000);
+    if (::waitpid(pid_, nullptr, WNOHANG) == 0) reap("shut down");
+  }
+  close_fd(from_worker_);
+}
+
+std::variant<Json, std::string> WorkerProcess::request(const Json& message, double timeout_s) {
+  if (pid_ <= 0) return std::string("worker is not running");
+  if (!write_all(to_worker_, message.dump() + "\n")) return reap("stopped reading requests");
+  return read_line(timeout_s);
+}
+
+std::variant<Json, std::string> WorkerProcess::read_line(double timeout_s) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(timeout_s));
+  while (true) {
+    const auto newline = buffer_.find('\n');
+    if (newline != std::string::npos) {
+      const std::string line = buffer_.substr(0, newline);
+      buffer_.erase(0, newline + 1);
+      try {
+        return Json::parse(line);
+      } catch (const Json::exception&) {
+        return reap("sent a malformed answer");
+      }
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+    if (left <= 0) return reap("timed out after " + std::to_string(static_cast<int>(timeout_s)) + " s");
+    pollfd pfd{from_worker_, POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, static_cast<int>(std::min<long long>(left, 1000)));
+    if (ready < 0 && errno != EINTR) return reap("could not be watched");
+    if (ready <= 0) continue;
+    char chunk[4096];
+    const ssize_t n = ::read(from_worker_, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return reap("ended without answering");
+    buffer_.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+std::string WorkerProcess::reap(const std::string& why) {
+  if (pid_ <= 0) return why;
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+  pid_ = -1;
+  close_fd(to_worker_);
+  close_fd(from_worker_);
+  buffer_.clear();
+  if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL)
+    return why + " (crashed with signal " + std::to_string(WTERMSIG(status)) + ": " + ::strsignal(WTERMSIG(status)) + ")";
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return why + " (exit code " + std::to_string(WEXITSTATUS(status)) + ")";
+  return why;
+}
+
+}  // namespace nnmeter

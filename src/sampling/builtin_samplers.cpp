@@ -1,0 +1,332 @@
+#include "sampling/builtin_samplers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "kernels/config_check.h"
+#include "sampling/prior_lib.h"
+#include "sampling/random.h"
+
+namespace nnmeter::sampling {
+
+using kernels::Family;
+
+namespace {
+
+// Value sets nn-Meter snaps sampled values to (data_sampler/prior_distribution_sampler.py).
+const std::vector<int64_t> kConvHw = {1, 3, 7, 8, 13, 14, 27, 28, 32, 56, 112, 224};
+const std::vector<int64_t> kHw = {1, 3, 7, 14, 28, 56, 112, 224};
+const std::vector<int64_t> kKs = {1, 3, 5, 7};
+const std::vector<int64_t> kConvStrides = {1, 2, 4};
+const std::vector<int64_t> kStrides = {1, 2};
+const std::vector<int64_t> kPoolHw = {14, 28, 56, 112, 224};
+const std::vector<int64_t> kPoolKs = {2, 3};
+const std::vector<int64_t> kConcatHw = {7, 14, 28, 56};
+
+// Fixed shares of frequent values: int(share * r) copies of each value but the last, which takes the
+// remainder so the list has exactly r entries.
+std::vector<int64_t> frequent(int r, const std::vector<std::pair<int64_t, double>>& shares) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i + 1 < shares.size(); ++i)
+    out.insert(out.end(), static_cast<size_t>(shares[i].second * r), shares[i].first);
+  out.insert(out.end(), static_cast<size_t>(r) - out.size(), shares.back().first);
+  return out;
+}
+
+// `n1` snapped draws from `column` followed by the frequent values for the remaining n - n1 slots.
+std::vector<int64_t> drawn_then_frequent(const std::vector<double>& column, int n, int n1,
+                                         const std::vector<int64_t>& valid,
+                                         const std::vector<std::pair<int64_t, double>>& shares, Rng& rng) {
+  std::vector<int64_t> v = sample_from_distribution(column, n1, rng);
+  snap_to(v, valid);
+  std::vector<int64_t> rest = frequent(n - n1, shares);
+  v.insert(v.end(), rest.begin(), rest.end());
+  rng.shuffle(v);
+  return v;
+}
+
+// An empirical column repeated until it has n entries, snapped and shuffled (nn-Meter tiles pooling's ks
+// and stride columns instead of sampling them).
+std::vector<int64_t> tiled(const std::vector<double>& column, int n, const std::vector<int64_t>& valid, Rng& rng) {
+  std::vector<int64_t> v;
+  while (static_cast<int>(v.size()) < n)
+    for (double x : column) v.push_back(static_cast<int64_t>(x));
+  snap_to(v, valid);
+  rng.shuffle(v);
+  v.resize(static_cast<size_t>(n));
+  return v;
+}
+
+double conv_flops(const KernelConfig& c, bool depthwise) {
+  const double hw = c["HW"].get<double>(), cin = c["CIN"].get<double>(), k = c["KERNEL_SIZE"].get<double>(),
+               s = c["STRIDES"].get<double>();
+  const double params = depthwise ? cin * (k * k + 1) : c["COUT"].get<double>() * (k * k * cin + 1);
+  return 2 * (hw / s) * (hw / s) * params;
+}
+
+// Conv sampling sorts by FLOPs "for better profiling" (small kernels first), as nn-Meter does.
+void sort_by_flops(std::vector<KernelConfig>& configs, bool depthwise) {
+  std::stable_sort(configs.begin(), configs.end(), [depthwise](const KernelConfig& a, const KernelConfig& b) {
+    return conv_flops(a, depthwise) < conv_flops(b, depthwise);
+  });
+}
+
+void sort_fc(std::vector<KernelConfig>::iterator first, std::vector<KernelConfig>::iterator last) {
+  auto flops = [](const KernelConfig& c) { return (2 * c["CIN"].get<double>() + 1) * c["COUT"].get<double>(); };
+  std::stable_sort(first, last, [&](const KernelConfig& a, const KernelConfig& b) { return flops(a) < flops(b); });
+}
+
+int64_t make_even(int64_t c) { return c % 2 == 0 ? c : c + 1; }
+
+class BuiltinSampler : public ConfigSampler {
+ public:
+  BuiltinSampler(Family family, std::string kernel, const Json& predictorbuild_config)
+      : family_(family), kernel_(std::move(kernel)), prior_dir_(prior_override_dir(predictorbuild_config)) {}
+
+  std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
+    if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
+    Rng rng(seed);
+    switch (family_) {
+      case Family::Conv: return conv_prior(n, rng);
+      case Family::DwConv: return dwconv_prior(n, rng);
+      case Family::Pooling: return pooling_prior(n, rng);
+      case Family::Fc: return fc_prior(n, rng);
+      case Family::Concat: return concat_prior(n, rng);
+      case Family::HwCin: return hwcin_prior(n, rng);
+      case Family::CinEven: {
+        auto configs = hwcin_prior(n, rng);
+        for (auto& c : configs) c["CIN"] = make_even(c["CIN"].get<int64_t>());
+        return configs;
+      }
+      case Family::GlobalAvgPool: {
+        auto configs = hwcin_prior(n, rng);
+        std::vector<int64_t> hws(static_cast<size_t>(n / 2 + 1), 3);
+        hws.insert(hws.end(), static_cast<size_t>(n / 2 + 1), 7);
+        rng.shuffle(hws);
+        for (size_t i = 0; i < configs.size(); ++i) configs[i]["HW"] = hws[i];
+        return configs;
+      }
+    }
+    return {};
+  }
+
+  std::vector<KernelConfig> finegrained_config_sampling(int n, const std::vector<KernelConfig>& configs,
+                                                        uint64_t seed) override {
+    if (n <= 0) throw Error("the fine-grained sample number must be positive, got " + std::to_string(n));
+    Rng rng(seed);
+    std::vector<KernelConfig> out;
+    for (const auto& cfg : configs) {
+      auto more = around(cfg, n, rng);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  }
+
+ private:
+  PriorTable table(const std::string& file, const std::vector<std::string>& columns) const {
+    return load_prior_table(file, prior_dir_, columns);
+  }
+
+  std::vector<KernelConfig> conv_prior(int n, Rng& rng) const {
+    PriorTable t = table("conv.csv", {"input_h", "cin", "cout", "ks", "stride"});
+    auto cins = sample_from_distribution(t.column("cin"), n, rng);
+    auto couts = sample_from_distribution(t.column("cout"), n, rng);
+    const int n1 = static_cast<int>(0.7 * n);
+    auto hws = drawn_then_frequent(t.column("input_h"), n, n1, kConvHw, {{112, 0.2}, {56, 0.4}, {28, 0.4}}, rng);
+    auto kss = drawn_then_frequent(t.column("ks"), n, n1, kKs, {{5, 0.4}, {7, 0.6}}, rng);
+    auto ss = drawn_then_frequent(t.column("stride"), n, n1, kConvStrides, {{2, 0.4}, {1, 0.6}}, rng);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+      out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"COUT", couts[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    sort_by_flops(out, false);
+    return out;
+  }
+
+  std::vector<KernelConfig> dwconv_prior(int n, Rng& rng) const {
+    PriorTable t = table("dwconv.csv", {"input_h", "cin", "ks", "stride"});
+    auto cins = sample_from_distribution(t.column("cin"), n, rng);
+    const int n1 = static_cast<int>(0.8 * n);
+    auto hws = drawn_then_frequent(t.column("input_h"), n, n1, kHw, {{112, 0.4}, {56, 0.4}, {28, 0.2}}, rng);
+    auto kss = drawn_then_frequent(t.column("ks"), n, n1, kKs, {{5, 0.4}, {7, 0.6}}, rng);
+    auto ss = drawn_then_frequent(t.column("stride"), n, n1, kStrides, {{2, 0.5}, {1, 0.5}}, rng);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+      out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    sort_by_flops(out, true);
+    return out;
+  }
+
+  std::vector<KernelConfig> pooling_prior(int n, Rng& rng) const {
+    PriorTable t = table("pooling.csv", {"input_h", "cin", "ks", "stride"});
+    auto cins = sample_from_distribution(t.column("cin"), n, rng);
+    auto hws = sample_from_distribution(t.column("input_h"), n, rng);
+    snap_to(hws, kPoolHw);
+    auto kss = tiled(t.column("ks"), n, kPoolKs, rng);
+    auto ss = tiled(t.column("stride"), n, kStrides, rng);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i)
+      out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"POOL_STRIDES", ss[i]}});
+    return out;
+  }
+
+  std::vector<KernelConfig> fc_prior(int n, Rng& rng) const {
+    PriorTable t = table("fc.csv", {"cin", "cout"});
+    const int fixed = n / 2;
+    auto cins = sample_from_distribution(t.column("cin"), n, rng);
+    auto couts = sample_from_distribution(t.column("cout"), n - fixed, rng);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      int64_t cout = static_cast<int>(i) < fixed ? 1000 : couts[i - static_cast<size_t>(fixed)];
+      out.push_back({{"CIN", cins[i]}, {"COUT", cout}});
+    }
+    sort_fc(out.begin(), out.begin() + fixed);
+    sort_fc(out.begin() + fixed, out.end());
+    return out;
+  }
+
+  std::vector<KernelConfig> concat_prior(int n, Rng& rng) const {
+    PriorTable t = table("conv.csv", {"input_h", "cin"});
+    auto hws = sample_from_distribution(t.column("input_h"), n, rng);
+    snap_to(hws, kConcatHw);
+    std::vector<std::vector<int64_t>> cins;
+    for (int k = 0; k < 4; ++k) cins.push_back(sample_from_distribution(t.column("cin"), n, rng));
+    std::vector<int64_t> ns = frequent(n, {{4, 0.4}, {3, 0.2}, {2, 0.4}});
+    rng.shuffle(ns);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      KernelConfig c = {{"HW", hws[i]}};
+      for (int k = 0; k < 4; ++k) c["CIN" + std::to_string(k + 1)] = k < ns[i] ? cins[static_cast<size_t>(k)][i] : 0;
+      out.push_back(std::move(c));
+    }
+    return out;
+  }
+
+  std::vector<KernelConfig> hwcin_prior(int n, Rng& rng) const {
+    PriorTable t = table("conv.csv", {"input_h", "cin"});
+    auto cins = sample_from_distribution(t.column("cin"), n, rng);
+    const int n1 = static_cast<int>(0.8 * n);
+    auto hws = drawn_then_frequent(t.column("input_h"), n, n1, kHw, {{112, 0.4}, {56, 0.4}, {28, 0.2}}, rng);
+    std::vector<KernelConfig> out;
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}});
+    return out;
+  }
+
+  // A config value to sample around, within the builtin kernels' limits.
+  int64_t key(const KernelConfig& c, const std::string& name, int64_t lo = 1) const {
+    int64_t hi = kcheck::kMaxChannels;
+    if (name == "HW") hi = kcheck::kMaxHw;
+    if (name == "KERNEL_SIZE") hi = kcheck::kMaxKernelSize;
+    if (name == "STRIDES" || name == "POOL_STRIDES") hi = kcheck::kMaxStride;
+    return kcheck::get_int(c, kernel_, name, lo, hi);
+  }
+
+  // The fine-grained configs around one large-error config: only channel numbers change.
+  std::vector<KernelConfig> around(const KernelConfig& cfg, int m, Rng& rng) const {
+    std::vector<KernelConfig> out;
+    auto channel = [&](const std::string& name) {
+      auto [lo, hi] = finegrained_range(key(cfg, name));
+      return sample_in_range(lo, hi, m, rng);
+    };
+    switch (family_) {
+      case Family::Conv:
+      case Family::Fc: {
+        KernelConfig base = cfg;
+        if (family_ == Family::Conv)
+          for (const char* k : {"HW", "KERNEL_SIZE", "STRIDES"}) base[k] = key(cfg, k);
+        auto cins = channel("CIN");
+        auto couts = channel("COUT");
+        for (size_t i = 0; i < std::min(cins.size(), couts.size()); ++i) {
+          KernelConfig c = base;
+          c["CIN"] = cins[i];
+          c["COUT"] = couts[i];
+          out.push_back(std::move(c));
+        }
+        return out;
+      }
+      case Family::Concat: {
+        std::vector<std::vector<int64_t>> lists(4);
+        size_t count = SIZE_MAX;
+        key(cfg, "HW");
+        for (size_t k = 0; k < 4; ++k) {
+          std::string name = "CIN" + std::to_string(k + 1);
+          if (!cfg.contains(name) || key(cfg, name, 0) == 0) continue;
+          lists[k] = channel(name);
+          count = std::min(count, lists[k].size());
+        }
+        if (count == SIZE_MAX) throw Error("kernel 'concat' config needs CIN1 and CIN2, got " + cfg.dump());
+        for (size_t i = 0; i < count; ++i) {
+          KernelConfig c = cfg;
+          for (size_t k = 0; k < 4; ++k)
+            if (!lists[k].empty()) c["CIN" + std::to_string(k + 1)] = lists[k][i];
+          out.push_back(std::move(c));
+        }
+        return out;
+      }
+      case Family::DwConv:
+      case Family::Pooling:
+      case Family::HwCin:
+      case Family::CinEven:
+      case Family::GlobalAvgPool: {
+        KernelConfig base = cfg;
+        base["HW"] = key(cfg, "HW");
+        if (family_ == Family::DwConv) {
+          for (const char* k : {"KERNEL_SIZE", "STRIDES"}) base[k] = key(cfg, k);
+          base.erase("COUT");  // depthwise: COUT follows CIN
+        }
+        if (family_ == Family::Pooling) {
+          base["KERNEL_SIZE"] = key(cfg, "KERNEL_SIZE");
+          base["POOL_STRIDES"] = key(cfg, cfg.contains("POOL_STRIDES") ? "POOL_STRIDES" : "STRIDES");
+          base.erase("STRIDES");
+          base.erase("COUT");
+        }
+        for (int64_t cin : channel("CIN")) {
+          KernelConfig c = base;
+          c["CIN"] = family_ == Family::CinEven ? make_even(cin) : cin;
+          out.push_back(std::move(c));
+        }
+        return out;
+      }
+    }
+    return out;
+  }
+
+  Family family_;
+  std::string kernel_;
+  std::optional<fs::path> prior_dir_;
+};
+
+}  // namespace
+
+std::pair<int64_t, int64_t> finegrained_range(int64_t c) {
+  const int64_t lo = std::max<int64_t>(1, (c * 4) / 10);
+  const int64_t hi = std::max<int64_t>(lo, (c * 12) / 10);
+  return {lo, hi};
+}
+
+std::vector<int64_t> sample_in_range(int64_t lo, int64_t hi, int m, Rng& rng) {
+  const int64_t size = hi - lo + 1;
+  std::vector<int64_t> out;
+  if (size <= m) {
+    for (int64_t v = lo; v <= hi; ++v) out.push_back(v);
+    rng.shuffle(out);
+    return out;
+  }
+  // Floyd's algorithm: m distinct values without materializing the range, then a shuffle for random order.
+  std::set<int64_t> chosen;
+  for (int64_t j = size - m; j < size; ++j) {
+    const int64_t t = static_cast<int64_t>(rng.below(static_cast<uint64_t>(j + 1)));
+    chosen.insert(chosen.count(t) ? j : t);
+  }
+  for (int64_t v : chosen) out.push_back(lo + v);
+  rng.shuffle(out);
+  return out;
+}
+
+std::unique_ptr<ConfigSampler> make_sampler(Family family, const std::string& kernel_name,
+                                            const Json& predictorbuild_config) {
+  return std::make_unique<BuiltinSampler>(family, kernel_name, predictorbuild_config);
+}
+
+}  // namespace nnmeter::sampling

@@ -1,0 +1,308 @@
+// onednn_cpu against the plain reference interpreter: single ops on awkward shapes, every fusion the
+// engine performs, the real CNN architectures, error paths, and the Backend interface.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "backends/model_zoo.h"
+#include "backends/onednn/engine.h"
+#include "backends/onednn/onednn_backend.h"
+#include "backends/onnx_builder.h"
+#include "backends/reference_runtime.h"
+#include "common/io.h"
+#include "support/test_support.h"
+
+namespace nnmeter::onednn {
+namespace {
+
+using onnxgen::attr;
+using onnxgen::Builder;
+
+std::vector<Tensor> inputs_for(const onnx::ModelProto& m, uint32_t seed = 1) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Tensor> out;
+  for (const auto& in : m.graph().input()) {
+    Tensor t{in.name(), {}, {}};
+    for (const auto& d : in.type().tensor_type().shape().dim()) t.shape.push_back(d.dim_value());
+    t.data.resize(static_cast<size_t>(numel(t.shape)));
+    for (auto& v : t.data) v = dist(rng);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+// Engine and reference agree within `rtol` of the output's largest magnitude, element by element.
+void expect_matches_reference(const onnx::ModelProto& model, double rtol = 1e-4, int threads = 1) {
+  const auto inputs = inputs_for(model);
+  const auto ref = test::run_reference(model, inputs);
+  Engine engine(load_graph(model, model.graph().name()), EngineOptions{threads});
+  const auto got = engine.forward(inputs);
+  ASSERT_EQ(got.size(), ref.size());
+  for (const auto& t : got) {
+    const auto& r = ref.at(t.name);
+    ASSERT_EQ(t.shape, r.shape) << t.name;
+    double scale = 1e-6;
+    for (double v : r.data) scale = std::max(scale, std::fabs(v));
+    double worst = 0;
+    size_t at = 0;
+    for (size_t i = 0; i < r.data.size(); ++i) {
+      const double err = std::fabs(t.data[i] - r.data[i]);
+      if (!(err <= worst)) worst = err, at = i;
+    }
+    EXPECT_LE(worst, rtol * scale) << model.graph().name() << " output " << t.name << " element " << at << ": got "
+                                   << t.data[at] << ", reference " << r.data[at];
+  }
+}
+
+onnx::ModelProto one_output(Builder& b, const std::string& out) {
+  b.output(out);
+  return b.model();
+}
+
+TEST(OneDnnOps, ConvolutionVariantsOnAwkwardShapes) {
+  struct Case { int64_t c, h, w, cout, k, s, pad, group, dil; bool bias; };
+  const Case cases[] = {{5, 13, 11, 7, 3, 2, 1, 1, 1, true},   {6, 13, 11, 9, 3, 1, 1, 3, 1, false},
+                        {8, 17, 9, 8, 5, 1, 4, 8, 2, true},    {3, 7, 7, 1, 1, 1, 0, 1, 1, false},
+                        {16, 15, 15, 16, 3, 2, 0, 16, 1, true}, {4, 9, 12, 20, 7, 3, 2, 2, 1, true}};
+  for (const auto& c : cases) {
+    Builder b("conv", 13, 3);
+    const auto x = b.input("x", {1, c.c, c.h, c.w});
+    expect_matches_reference(one_output(b, b.conv(x, c.cout, c.k, c.s, c.pad, c.group, c.bias, c.dil)));
+  }
+}
+
+TEST(OneDnnOps, AsymmetricPadsAndAutoPad) {
+  Builder b("autopad", 13, 4);
+  const auto x = b.input("x", {1, 3, 10, 9});
+  const auto w = b.random_weights({4, 3, 3, 3}, 0.3f);
+  const auto y = b.node("Conv", {x, w}, {1, 4, 5, 5}, {attr("auto_pad", std::string("SAME_UPPER")), attr("strides", std::vector<int64_t>{2, 2})});
+  const auto onnx = one_output(b, y);
+  // The reference reads explicit pads only; SAME_UPPER for 10x9, k3, s2 is pads (top 0, left 1, bottom 1, right 1).
+  auto ref_model = onnx;
+  auto* node = ref_model.mutable_graph()->mutable_node(0);
+  node->clear_attribute();
+  *node->add_attribute() = attr("pads", std::vector<int64_t>{0, 1, 1, 1});
+  *node->add_attribute() = attr("strides", std::vector<int64_t>{2, 2});
+  const auto inputs = inputs_for(onnx);
+  Engine engine(load_graph(onnx, "autopad"), EngineOptions{1});
+  const auto got = engine.forward(inputs);
+  const auto ref = test::run_reference(ref_model, inputs).at(y);
+  ASSERT_EQ(got[0].shape, ref.shape);
+  for (size_t i = 0; i < ref.data.size(); ++i) EXPECT_NEAR(got[0].data[i], ref.data[i], 1e-4);
+}
+
+TEST(OneDnnOps, FusedActivationsMatchUnfusedReference) {
+  using Act = std::string (Builder::*)(const std::string&);
+  const std::vector<Act> acts = {&Builder::relu, &Builder::relu6, &Builder::sigmoid, &Builder::hardswish, &Builder::swish};
+  for (size_t i = 0; i < acts.size(); ++i) {
+    Builder b("act", 13, static_cast<uint32_t>(i));
+    const auto x = b.input("x", {1, 6, 11, 13});
+    const auto y = (b.*acts[i])(b.conv_bn(x, 10, 3, 1));
+    const auto model = one_output(b, (b.*acts[i])(b.conv_bn(y, 10, 3, 2, 2)));
+    expect_matches_reference(model);
+    // Conv, BatchNormalization and the activation became one primitive each time.
+    Engine engine(load_graph(model, "act"), EngineOptions{1});
+    const Json plan = engine.plan();
+    int convs = 0;
+    for (const auto& s : plan["steps"]) convs += s["primitive"] == "convolution";
+    EXPECT_EQ(convs, 2);
+    EXPECT_EQ(plan["steps"].size() - plan["reorders"].get<size_t>(), 2u) << plan.dump(1);
+  }
+}
+
+TEST(OneDnnOps, ResidualAdditionBecomesSumPostOp) {
+  Builder b("residual", 13, 5);
+  const auto x = b.input("x", {1, 16, 14, 14});
+  const auto a = b.relu(b.conv_bn(x, 16, 3));
+  const auto y = b.relu(b.add(b.conv_bn(a, 16, 3), a));
+  const auto z = b.relu(b.add(x, b.conv_bn(y, 16, 1)));  // residual is a graph input: copied, not overwritten
+  const auto model = one_output(b, z);
+  expect_matches_reference(model);
+  Engine engine(load_graph(model, "residual"), EngineOptions{1});
+  const Json plan = engine.plan();
+  int binaries = 0;
+  for (const auto& s : plan["steps"]) binaries += s["primitive"] == "binary";
+  EXPECT_EQ(binaries, 0) << plan.dump(1);
+  // Running twice gives the same answer: nothing a later run reads was overwritten in place.
+  const auto in = inputs_for(model);
+  EXPECT_EQ(engine.forward(in)[0].data, engine.forward(in)[0].data);
+}
+
+TEST(OneDnnOps, PoolingWithCeilModeAndPadding) {
+  Builder b("pool", 13, 6);
+  const auto x = b.input("x", {1, 5, 14, 13});
+  const auto m = b.maxpool(x, 3, 2, 1, true);
+  const auto a = b.avgpool(x, 3, 2, 1, true, true);
+  const auto e = b.avgpool(x, 2, 2, 1, false, false);
+  b.output(m);
+  b.output(a);
+  b.output(e);
+  b.output(b.global_avgpool(x));
+  b.output(b.reduce_mean_hw(x, false));
+  expect_matches_reference(b.model());
+}
+
+TEST(OneDnnOps, BroadcastBinariesInBothOperandOrders) {
+  Builder b("binary", 13, 7);
+  const auto x = b.input("x", {1, 6, 5, 7});
+  const auto s = b.input("s", {1, 6, 1, 1});
+  const auto v = b.input("v", {7});
+  b.output(b.mul(s, x));
+  b.output(b.node("Sub", {v, x}, {1, 6, 5, 7}));
+  b.output(b.node("Div", {x, b.node("Add", {s, b.constant_floats({}, {3.f})}, {1, 6, 1, 1})}, {1, 6, 5, 7}));
+  b.output(b.node("Add", {s, v}, {1, 6, 1, 7}));  // neither operand has the output shape
+  expect_matches_reference(b.model());
+}
+
+TEST(OneDnnOps, LayoutOpsAndFoldedShapeSubgraphs) {
+  Builder b("layout", 13, 8);
+  const auto x = b.input("x", {1, 12, 7, 5});
+  const auto c = b.conv_bn(x, 12, 3);  // blocked or NHWC output feeding plain-layout ops
+  const auto parts = b.split(c, {5, 7});
+  b.output(b.concat({parts[1], b.channel_shuffle(c, 3), parts[0]}));
+  b.output(b.softmax(b.gemm(b.flatten(c), 10)));
+  b.output(b.node("Pad", {c, b.constant_ints({0, 1, 2, 0, 0, 0, 1, 3}), b.constant_floats({}, {0.5f})}, {1, 13, 10, 8}));
+  b.output(b.node("Transpose", {c}, {1, 5, 7, 12}, {attr("perm", std::vector<int64_t>{0, 3, 2, 1})}));
+  expect_matches_reference(b.model());
+}
+
+TEST(OneDnnOps, TwoThreadsGiveTheSameAnswer) {
+  Builder b("threads", 13, 9);
+  const auto x = b.input("x", {1, 8, 23, 19});
+  expect_matches_reference(one_output(b, b.relu(b.conv_bn(b.relu(b.conv_bn(x, 24, 3, 2)), 24, 3, 1, 24))), 1e-4, 2);
+}
+
+class ZooModels : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ZooModels, MatchPlainReference) {
+  // 64x64 keeps the reference interpreter quick; every layer type and fusion still occurs.
+  const auto m = zoo::build(GetParam(), 64);
+  EXPECT_GT(m.flops, 1e6);
+  expect_matches_reference(m.model, 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(OneDnn, ZooModels, ::testing::ValuesIn(zoo::model_names()),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// ---------------------------------------------------------------------------------------------------
+// Errors: one line naming the op, the node and the attribute; never a crash.
+
+std::string load_error(const onnx::ModelProto& m) {
+  try {
+    Engine engine(load_graph(m, "bad.onnx"), EngineOptions{1});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(OneDnnErrors, UnsupportedOpNamesOpAndNode) {
+  Builder b("bad", 13, 1);
+  const auto x = b.input("x", {1, 3, 4, 4});
+  const auto y = b.node("LpNormalization", {x}, {1, 3, 4, 4});
+  const auto msg = load_error(one_output(b, y));
+  EXPECT_NE(msg.find("LpNormalization"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(y), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+}
+
+TEST(OneDnnErrors, UnsupportedAttributeNamesIt) {
+  Builder b("bad", 13, 1);
+  const auto x = b.input("x", {1, 3, 4, 4});
+  const auto y = b.node("Pad", {x, b.constant_ints({0, 0, 1, 1, 0, 0, 1, 1})}, {1, 3, 6, 6}, {attr("mode", std::string("reflect"))});
+  const auto msg = load_error(one_output(b, y));
+  EXPECT_NE(msg.find("'mode'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Pad node"), std::string::npos) << msg;
+}
+
+TEST(OneDnnErrors, RuntimeWeightsAndBadShapesAreRejected) {
+  Builder b("bad", 13, 1);
+  const auto x = b.input("x", {1, 3, 4, 4});
+  const auto w = b.input("w", {2, 3, 1, 1});
+  EXPECT_NE(load_error(one_output(b, b.node("Conv", {x, w}, {1, 2, 4, 4}))).find("load-time constant"), std::string::npos);
+  Builder c("bad", 13, 1);
+  const auto y = c.input("x", {1, 3, 4, 4});
+  EXPECT_NE(load_error(one_output(c, c.node("Reshape", {y, c.constant_ints({5, -1})}, {5, 1}))).find("shape"), std::string::npos);
+}
+
+TEST(OneDnnErrors, MalformedFilesGiveOneLineErrors) {
+  test::TempDir dir;
+  io::write_file_atomic(dir / "junk.onnx", std::string("\x08\x01\x12\xff\xff garbage", 16));
+  EXPECT_THROW(load_graph(dir / "junk.onnx"), Error);
+  EXPECT_THROW(load_graph(dir / "missing.onnx"), Error);
+  onnx::ModelProto empty;
+  EXPECT_THROW(load_graph(empty, "empty.onnx"), Error);
+}
+
+TEST(OneDnnErrors, WrongInputsAreReported) {
+  Builder b("inputs", 13, 1);
+  const auto x = b.input("x", {1, 3, 4, 4});
+  Engine engine(load_graph(one_output(b, b.relu(x)), "inputs"), EngineOptions{1});
+  EXPECT_THROW(engine.forward({}), Error);
+  EXPECT_THROW(engine.forward({Tensor{"x", {1, 3, 4, 5}, std::vector<float>(60)}}), Error);
+  EXPECT_THROW(engine.forward({Tensor{"x", {1, 3, 4, 4}, std::vector<float>(48)}, Tensor{"z", {1}, {0.f}}}), Error);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The Backend interface
+
+std::unique_ptr<Backend> make_backend(Json config = Json::object()) {
+  const auto info = backend_info();
+  return info.create(resolve_backend_config(info.params, config, "test"));
+}
+
+TEST(OneDnnBackend, IsTheBuiltinWithDeclaredParams) {
+  const auto infos = builtin_backends();
+  ASSERT_FALSE(infos.empty());
+  EXPECT_EQ(infos[0].name, "onednn_cpu");
+  EXPECT_FALSE(infos[0].customized);
+  const auto yaml = default_backend_config_yaml(infos[0].params);
+  for (const char* key : {"NUM_THREADS", "ISA", "WARMUP_RUNS", "NUM_RUNS", "NUM_ROUNDS", "MIN_TIME_MS"})
+    EXPECT_NE(yaml.find(key), std::string::npos) << key;
+  EXPECT_THROW(resolve_backend_config(infos[0].params, Json{{"NUM_THREAD", 1}}, "x.yaml"), Error);
+  EXPECT_THROW(resolve_backend_config(infos[0].params, Json{{"NUM_THREADS", "two"}}, "x.yaml"), Error);
+  EXPECT_EQ(check_env_line(infos[0]), "onednn_cpu:\t" + dnnl_version());
+}
+
+TEST(OneDnnBackend, ConvertRunAndProfile) {
+  test::TempDir dir;
+  const auto m = zoo::build("mobilenet_v2", 64);
+  io::write_file_atomic(dir / "mnv2.onnx", m.model.SerializeAsString());
+  auto backend = make_backend({{"NUM_RUNS", 3}, {"NUM_ROUNDS", 2}, {"WARMUP_RUNS", 1}, {"MIN_TIME_MS", 0.0}});
+  const auto files = backend->to_backend(dir / "mnv2.onnx", dir / "work", "converted");
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0].filename(), "converted.onnx");
+  const Json plan = io::load_json_file(files[1]);
+  EXPECT_EQ(plan["format"], "nnmeter-onednn-plan");
+  EXPECT_GT(plan["primitives"].get<int>(), 10);
+  // The converted model is standalone ONNX: it loads again with the same answer.
+  const auto inputs = inputs_for(m.model);
+  const auto expected = Engine(load_graph(dir / "mnv2.onnx"), EngineOptions{1}).forward(inputs);
+  EXPECT_EQ(backend->build_wrapper(files)->forward(inputs)[0].data, expected[0].data);
+  const auto stats = backend->profile(files);
+  EXPECT_EQ(stats.count, 2);
+  EXPECT_GT(stats.median, 0);
+  EXPECT_LE(stats.min, stats.median);
+  EXPECT_THROW(backend->build_wrapper({dir / "nothing.txt"}), Error);
+}
+
+TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
+  int calls = 0;
+  MeasureSettings s;
+  s.warmup_runs = 2;
+  s.runs = 4;
+  s.rounds = 3;
+  s.min_time_ms = 0;
+  s.max_busy = 1e9;  // never re-measure: the call count is then exact
+  const auto m = measure([&] { ++calls; }, s);
+  EXPECT_EQ(calls, 1 + 2 + 3 * 4);
+  EXPECT_EQ(m.stats.count, 3);
+  EXPECT_EQ(m.run_samples_ms.size(), 12u);
+  s.runs = 0;
+  EXPECT_THROW(measure([] {}, s), Error);
+}
+
+}  // namespace
+}  // namespace nnmeter::onednn

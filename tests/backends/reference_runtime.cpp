@@ -1,0 +1,352 @@
+#include "backends/reference_runtime.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <stdexcept>
+
+namespace nnmeter::test {
+
+namespace {
+
+using T = RefTensor;
+
+int64_t count(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
+
+Shape strides(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
+  return st;
+}
+
+T from_proto(const onnx::TensorProto& p) {
+  T t;
+  t.shape.assign(p.dims().begin(), p.dims().end());
+  const auto n = static_cast<size_t>(count(t.shape));
+  t.data.resize(n);
+  if (p.data_type() == onnx::TensorProto::FLOAT) {
+    if (p.has_raw_data()) {
+      std::vector<float> f(n);
+      std::memcpy(f.data(), p.raw_data().data(), n * 4);
+      std::copy(f.begin(), f.end(), t.data.begin());
+    } else {
+      std::copy(p.float_data().begin(), p.float_data().end(), t.data.begin());
+    }
+  } else if (p.data_type() == onnx::TensorProto::INT64) {
+    if (p.has_raw_data()) {
+      std::vector<int64_t> v(n);
+      std::memcpy(v.data(), p.raw_data().data(), n * 8);
+      std::copy(v.begin(), v.end(), t.data.begin());
+    } else {
+      std::copy(p.int64_data().begin(), p.int64_data().end(), t.data.begin());
+    }
+  } else {
+    throw std::runtime_error("reference: unsupported tensor type");
+  }
+  return t;
+}
+
+struct Node {
+  const onnx::NodeProto& n;
+  int64_t i(const std::string& name, int64_t d) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return a.i();
+    return d;
+  }
+  float f(const std::string& name, float d) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return a.f();
+    return d;
+  }
+  std::vector<int64_t> ints(const std::string& name) const {
+    for (const auto& a : n.attribute())
+      if (a.name() == name) return {a.ints().begin(), a.ints().end()};
+    return {};
+  }
+};
+
+// Calls fn(index vector) for every position of `shape`.
+template <class Fn>
+void for_each_index(const Shape& shape, Fn fn) {
+  Shape idx(shape.size(), 0);
+  for (int64_t k = 0, n = count(shape); k < n; ++k) {
+    fn(idx);
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++idx[d] < shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+T broadcast(const T& a, const T& b, double (*fn)(double, double)) {
+  const size_t r = std::max(a.shape.size(), b.shape.size());
+  Shape pa(r - a.shape.size(), 1), pb(r - b.shape.size(), 1), out(r);
+  pa.insert(pa.end(), a.shape.begin(), a.shape.end());
+  pb.insert(pb.end(), b.shape.begin(), b.shape.end());
+  for (size_t i = 0; i < r; ++i) out[i] = std::max(pa[i], pb[i]);
+  const Shape sa = strides(pa), sb = strides(pb);
+  T o{out, {}};
+  for_each_index(out, [&](const Shape& idx) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < r; ++d) {
+      ia += (pa[d] == 1 ? 0 : idx[d]) * sa[d];
+      ib += (pb[d] == 1 ? 0 : idx[d]) * sb[d];
+    }
+    o.data.push_back(fn(a.data[static_cast<size_t>(ia)], b.data[static_cast<size_t>(ib)]));
+  });
+  return o;
+}
+
+T map(const T& x, const std::function<double(double)>& fn) {
+  T o = x;
+  for (auto& v : o.data) v = fn(v);
+  return o;
+}
+
+// Conv and pooling share the window walk; `init`/`acc`/`fin` define the reduction.
+T conv(const Node& n, const T& x, const T& w, const T* b) {
+  const int64_t g = n.i("group", 1);
+  const auto st = n.ints("strides"), pads = n.ints("pads"), dil = n.ints("dilations");
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const int64_t M = w.shape[0], KH = w.shape[2], KW = w.shape[3], cg = C / g, mg = M / g;
+  const int64_t sh = st.empty() ? 1 : st[0], sw = st.empty() ? 1 : st[1];
+  const int64_t dh = dil.empty() ? 1 : dil[0], dw = dil.empty() ? 1 : dil[1];
+  const int64_t pt = pads.empty() ? 0 : pads[0], pl = pads.empty() ? 0 : pads[1];
+  const int64_t pb = pads.empty() ? 0 : pads[2], pr = pads.empty() ? 0 : pads[3];
+  const int64_t OH = (H + pt + pb - (KH - 1) * dh - 1) / sh + 1, OW = (W + pl + pr - (KW - 1) * dw - 1) / sw + 1;
+  T o{{N, M, OH, OW}, std::vector<double>(static_cast<size_t>(N * M * OH * OW))};
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double s = b ? b->data[static_cast<size_t>(m)] : 0.0;
+          const int64_t grp = m / mg;
+          for (int64_t c = 0; c < cg; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ih = oh * sh - pt + kh * dh, iw = ow * sw - pl + kw * dw;
+                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                s += x.data[static_cast<size_t>(((nn * C + grp * cg + c) * H + ih) * W + iw)] *
+                     w.data[static_cast<size_t>(((m * cg + c) * KH + kh) * KW + kw)];
+              }
+          o.data[static_cast<size_t>(((nn * M + m) * OH + oh) * OW + ow)] = s;
+        }
+  return o;
+}
+
+T pool(const Node& n, const T& x, bool max, bool global) {
+  const int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  auto ks = global ? std::vector<int64_t>{H, W} : n.ints("kernel_shape");
+  auto st = global ? std::vector<int64_t>{1, 1} : n.ints("strides");
+  auto pads = global ? std::vector<int64_t>{} : n.ints("pads");
+  if (st.empty()) st = {1, 1};
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  const bool ceil = n.i("ceil_mode", 0), include = n.i("count_include_pad", 0);
+  auto od = [&](int64_t in, int64_t k, int64_t s, int64_t p0, int64_t p1) {
+    const int64_t span = in + p0 + p1 - k;
+    int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
+    if (ceil && (o - 1) * s >= in + p0) --o;
+    return o;
+  };
+  const int64_t OH = od(H, ks[0], st[0], pads[0], pads[2]), OW = od(W, ks[1], st[1], pads[1], pads[3]);
+  T o{{N, C, OH, OW}, {}};
+  for (int64_t nn = 0; nn < N; ++nn)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = max ? -INFINITY : 0.0;
+          int64_t cnt = 0;
+          for (int64_t kh = 0; kh < ks[0]; ++kh)
+            for (int64_t kw = 0; kw < ks[1]; ++kw) {
+              const int64_t ih = oh * st[0] - pads[0] + kh, iw = ow * st[1] - pads[1] + kw;
+              const bool inside_padded = ih < H + pads[2] && iw < W + pads[3];
+              if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
+                if (include && inside_padded) ++cnt;
+                continue;
+              }
+              const double v = x.data[static_cast<size_t>(((nn * C + c) * H + ih) * W + iw)];
+              acc = max ? std::max(acc, v) : acc + v;
+              ++cnt;
+            }
+          o.data.push_back(max ? acc : acc / static_cast<double>(cnt));
+        }
+  return o;
+}
+
+T transpose(const T& x, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (auto p : perm) out.push_back(x.shape[static_cast<size_t>(p)]);
+  const Shape s = strides(x.shape);
+  T o{out, {}};
+  for_each_index(out, [&](const Shape& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < perm.size(); ++d) off += idx[d] * s[static_cast<size_t>(perm[d])];
+    o.data.push_back(x.data[static_cast<size_t>(off)]);
+  });
+  return o;
+}
+
+T concat(const std::vector<const T*>& xs, int64_t axis) {
+  const auto a = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(xs[0]->shape.size()) : axis);
+  Shape out = xs[0]->shape;
+  out[a] = 0;
+  for (const auto* x : xs) out[a] += x->shape[a];
+  const int64_t outer = count(Shape(out.begin(), out.begin() + static_cast<long>(a)));
+  T o{out, {}};
+  for (int64_t i = 0; i < outer; ++i)
+    for (const auto* x : xs) {
+      const int64_t chunk = count(x->shape) / std::max<int64_t>(outer, 1);
+      o.data.insert(o.data.end(), x->data.begin() + i * chunk, x->data.begin() + (i + 1) * chunk);
+    }
+  return o;
+}
+
+T slice_axis(const T& x, size_t axis, int64_t start, int64_t len) {
+  Shape out = x.shape;
+  out[axis] = len;
+  const Shape s = strides(x.shape);
+  T o{out, {}};
+  for_each_index(out, [&](const Shape& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] + (d == axis ? start : 0)) * s[d];
+    o.data.push_back(x.data[static_cast<size_t>(off)]);
+  });
+  return o;
+}
+
+}  // namespace
+
+std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, const std::vector<Tensor>& inputs) {
+  std::map<std::string, T> v;
+  for (const auto& init : model.graph().initializer()) v[init.name()] = from_proto(init);
+  for (const auto& in : inputs) v[in.name] = T{in.shape, {in.data.begin(), in.data.end()}};
+  auto get = [&](const std::string& name) -> const T& {
+    const auto it = v.find(name);
+    if (it == v.end()) throw std::runtime_error("reference: missing tensor " + name);
+    return it->second;
+  };
+  for (const auto& np : model.graph().node()) {
+    const Node n{np};
+    const auto& op = np.op_type();
+    auto in = [&](int i) -> const T& { return get(np.input(i)); };
+    auto has = [&](int i) { return np.input_size() > i && !np.input(i).empty(); };
+    T out;
+    if (op == "Conv") out = conv(n, in(0), in(1), has(2) ? &in(2) : nullptr);
+    else if (op == "BatchNormalization") {
+      const T& x = in(0);
+      out = x;
+      const int64_t C = x.shape[1], inner = count(x.shape) / x.shape[0] / C;
+      const double eps = n.f("epsilon", 1e-5f);
+      for (size_t k = 0; k < out.data.size(); ++k) {
+        const auto c = static_cast<size_t>((static_cast<int64_t>(k) / inner) % C);
+        out.data[k] = (x.data[k] - in(3).data[c]) / std::sqrt(in(4).data[c] + eps) * in(1).data[c] + in(2).data[c];
+      }
+    } else if (op == "Relu") out = map(in(0), [](double x) { return std::max(x, 0.0); });
+    else if (op == "Clip") {
+      const double lo = has(1) ? in(1).data[0] : -INFINITY, hi = has(2) ? in(2).data[0] : INFINITY;
+      out = map(in(0), [=](double x) { return std::min(hi, std::max(lo, x)); });
+    } else if (op == "Sigmoid") out = map(in(0), [](double x) { return 1 / (1 + std::exp(-x)); });
+    else if (op == "HardSigmoid") {
+      const double a = n.f("alpha", 0.2f), b = n.f("beta", 0.5f);
+      out = map(in(0), [=](double x) { return std::clamp(a * x + b, 0.0, 1.0); });
+    } else if (op == "HardSwish") out = map(in(0), [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); });
+    else if (op == "Add") out = broadcast(in(0), in(1), [](double a, double b) { return a + b; });
+    else if (op == "Sub") out = broadcast(in(0), in(1), [](double a, double b) { return a - b; });
+    else if (op == "Mul") out = broadcast(in(0), in(1), [](double a, double b) { return a * b; });
+    else if (op == "Div") out = broadcast(in(0), in(1), [](double a, double b) { return a / b; });
+    else if (op == "MaxPool") out = pool(n, in(0), true, false);
+    else if (op == "AveragePool") out = pool(n, in(0), false, false);
+    else if (op == "GlobalAveragePool") out = pool(n, in(0), false, true);
+    else if (op == "ReduceMean") {
+      const T p = pool(n, in(0), false, true);  // axes [2, 3] only, as the zoo uses it
+      out = p;
+      if (!n.i("keepdims", 1)) out.shape = {p.shape[0], p.shape[1]};
+    } else if (op == "Flatten") {
+      out = in(0);
+      out.shape = {out.shape[0], count(out.shape) / out.shape[0]};
+    } else if (op == "Gemm") {
+      const T &a = in(0), &w = in(1);
+      const bool tb = n.i("transB", 0);
+      const int64_t M = a.shape[0], K = a.shape[1], N = tb ? w.shape[0] : w.shape[1];
+      out = T{{M, N}, {}};
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = has(2) ? in(2).data[static_cast<size_t>(in(2).data.size() == static_cast<size_t>(N) ? j : 0)] : 0;
+          for (int64_t k = 0; k < K; ++k)
+            s += a.data[static_cast<size_t>(i * K + k)] * w.data[static_cast<size_t>(tb ? j * K + k : k * N + j)];
+          out.data.push_back(s);
+        }
+    } else if (op == "MatMul") {
+      const T &a = in(0), &w = in(1);
+      const int64_t M = a.shape[0], K = a.shape[1], N = w.shape[1];
+      out = T{{M, N}, {}};
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += a.data[static_cast<size_t>(i * K + k)] * w.data[static_cast<size_t>(k * N + j)];
+          out.data.push_back(s);
+        }
+    } else if (op == "Concat") {
+      std::vector<const T*> xs;
+      for (int i = 0; i < np.input_size(); ++i) xs.push_back(&in(i));
+      out = concat(xs, n.i("axis", 0));
+    } else if (op == "Split") {
+      const auto axis = static_cast<size_t>(n.i("axis", 0));
+      int64_t start = 0;
+      for (int k = 0; k < np.output_size(); ++k) {
+        const auto len = static_cast<int64_t>(in(1).data[static_cast<size_t>(k)]);
+        v[np.output(k)] = slice_axis(in(0), axis, start, len);
+        start += len;
+      }
+      continue;
+    } else if (op == "Shape") {
+      out = T{{static_cast<int64_t>(in(0).shape.size())}, {in(0).shape.begin(), in(0).shape.end()}};
+    } else if (op == "Gather") {
+      const T& d = in(0);
+      out = T{in(1).shape, {}};
+      for (double k : in(1).data) out.data.push_back(d.data[static_cast<size_t>(k)]);  // 1-D data only
+    } else if (op == "Reshape") {
+      out = in(0);
+      Shape s(in(1).data.begin(), in(1).data.end());
+      int64_t known = 1, infer = -1;
+      for (size_t k = 0; k < s.size(); ++k) {
+        if (s[k] == 0) s[k] = in(0).shape[k];
+        if (s[k] == -1) infer = static_cast<int64_t>(k);
+        else known *= s[k];
+      }
+      if (infer >= 0) s[static_cast<size_t>(infer)] = count(out.shape) / known;
+      out.shape = s;
+    } else if (op == "Transpose") out = transpose(in(0), n.ints("perm"));
+    else if (op == "Softmax") {
+      out = in(0);
+      const int64_t last = out.shape.back();
+      for (size_t r = 0; r < out.data.size(); r += static_cast<size_t>(last)) {
+        const double mx = *std::max_element(out.data.begin() + static_cast<long>(r), out.data.begin() + static_cast<long>(r) + last);
+        double sum = 0;
+        for (int64_t k = 0; k < last; ++k) sum += (out.data[r + static_cast<size_t>(k)] = std::exp(out.data[r + static_cast<size_t>(k)] - mx));
+        for (int64_t k = 0; k < last; ++k) out.data[r + static_cast<size_t>(k)] /= sum;
+      }
+    } else if (op == "Pad") {
+      const T& x = in(0);
+      const Shape pads(in(1).data.begin(), in(1).data.end());
+      Shape os = x.shape;
+      for (size_t d = 0; d < os.size(); ++d) os[d] += pads[d] + pads[d + os.size()];
+      out = T{os, std::vector<double>(static_cast<size_t>(count(os)), has(2) ? in(2).data[0] : 0.0)};
+      const Shape so = strides(os);
+      size_t k = 0;
+      for_each_index(x.shape, [&](const Shape& idx) {
+        int64_t off = 0;
+        for (size_t d = 0; d < idx.size(); ++d) off += (idx[d] + pads[d]) * so[d];
+        out.data[static_cast<size_t>(off)] = x.data[k++];
+      });
+    } else if (op == "Identity" || op == "Dropout") out = in(0);
+    else throw std::runtime_error("reference: op " + op + " not implemented");
+    v[np.output(0)] = std::move(out);
+  }
+  std::map<std::string, T> outs;
+  for (const auto& o : model.graph().output()) outs[o.name()] = get(o.name());
+  return outs;
+}
+
+}  // namespace nnmeter::test

@@ -1,0 +1,125 @@
+// The kernel predictor builder end to end through the real binary on onednn_cpu, kept small.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/io.h"
+#include "support/test_support.h"
+
+extern char** environ;
+
+namespace nnmeter::test {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+size_t count_lines(const fs::path& p) {
+  if (!fs::exists(p)) return 0;
+  const std::string text = read_text(p);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+fs::path make_workspace(const TempDir& tmp, const std::string& kernels_yaml) {
+  const fs::path ws = tmp / "ws";
+  CliResult created = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
+  EXPECT_EQ(created.exit_code, 0) << created.err;
+  write_text(ws / "configs" / "predictorbuild_config.yaml", "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n" + kernels_yaml);
+  // Quick measurements: these tests check the pipeline, not the latency figures.
+  write_text(ws / "configs" / "backend_config.yaml",
+             "NUM_THREADS: 1\nWARMUP_RUNS: 1\nNUM_RUNS: 3\nNUM_ROUNDS: 2\nMIN_TIME_MS: 1\nMAX_RETRIES: 0\n");
+  return ws;
+}
+
+TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp,
+                                     "  relu:\n    INIT_SAMPLE_NUM: 40\n    FINEGRAINED_SAMPLE_NUM: 3\n    ITERATION: 2\n"
+                                     "    ERROR_THRESHOLD: 0.1\n");
+  CliResult built = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--predictor-name", "tiny"},
+                            tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, "(nn-Meter) Kernel predictor accuracy")) << built.out;
+  EXPECT_TRUE(contains(built.out, "(nn-Meter) relu ")) << built.out;
+  const fs::path results = ws / "predictor_build" / "results";
+  const Json profiled = io::load_json_file(results / "profiled_relu.json");
+  ASSERT_TRUE(profiled.contains("relu"));
+  EXPECT_GE(profiled["relu"].size(), 30u);
+  for (const auto& [id, entry] : profiled["relu"].items()) {
+    EXPECT_EQ(id.size(), 6u);
+    EXPECT_TRUE(contains(entry["latency"].get<std::string>(), " +- ")) << entry.dump();
+    EXPECT_TRUE(entry.contains("config")) << "DETAIL: TRUE keeps the config";
+  }
+  const Json accuracy = io::load_json_file(results / "accuracy.json");
+  ASSERT_EQ(accuracy.size(), 1u);
+  EXPECT_EQ(accuracy[0]["kernel"], "relu");
+  const fs::path predictor = ws / "predictor_build" / "predictor";
+  EXPECT_TRUE(fs::exists(predictor / "relu.json"));
+  EXPECT_TRUE(fs::exists(predictor / "predictor.json"));
+  CliResult reg = run_cli({"register", "--predictor", (predictor / "meta.yaml").string()}, tmp / "home");
+  ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  EXPECT_TRUE(contains(run_cli({"--list-predictors"}, tmp / "home").out, "[Predictor] tiny: version=1.0"));
+}
+
+TEST(BuildCli, UnknownKernelInTheYamlFailsBeforeAnyWork) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  relu:\n  no-such-kernel:\n");
+  CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "unknown kernel 'no-such-kernel'")) << r.err;
+  EXPECT_FALSE(fs::exists(ws / "predictor_build" / "kernels"));
+}
+
+TEST(BuildCli, ProfilingResumesAfterSigkillWithoutProfilingAnIdTwice) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  relu:\n");
+  const fs::path home = tmp / "home";
+  CliResult sampled = run_cli({"sample", "--workspace", ws.string(), "--kernel", "relu", "--num", "40", "--mark", "prior",
+                               "--seed", "3"}, home);
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.err;
+  const fs::path journal = ws / "predictor_build" / "results" / "profile_journal_relu.jsonl";
+
+  // Start profiling, kill it hard once a few results are durable.
+  std::vector<std::string> args = {NNMETER_CLI_PATH, "profile", "--workspace", ws.string(), "--backend", "onednn_cpu",
+                                   "--kernel", "relu"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const std::string home_env = "NN_METER_HOME=" + home.string();
+  std::vector<char*> envp;
+  for (char** e = environ; *e != nullptr; ++e) envp.push_back(*e);
+  envp.push_back(const_cast<char*>(home_env.c_str()));
+  envp.push_back(nullptr);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), envp.data()), 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(5);
+  while (count_lines(journal) < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const size_t before = count_lines(journal);
+  ASSERT_GE(before, 3u);
+
+  CliResult resumed = run_cli({"profile", "--workspace", ws.string(), "--backend", "onednn_cpu", "--kernel", "relu"}, home);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  std::set<std::string> ids;
+  std::istringstream lines(read_text(journal));
+  size_t records = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ids.insert(Json::parse(line).at("id").get<std::string>());
+    ++records;
+  }
+  EXPECT_EQ(records, ids.size()) << "an ID was profiled twice";
+  const Json profiled = io::load_json_file(ws / "predictor_build" / "results" / "profiled_relu.json");
+  EXPECT_EQ(profiled["relu"].size() + count_lines(ws / "predictor_build" / "results" / "profile_error.log"), ids.size());
+  EXPECT_EQ(ids.size(), io::load_json_file(ws / "predictor_build" / "results" / "relu_prior.json")["relu"].size());
+}
+
+}  // namespace
+}  // namespace nnmeter::test

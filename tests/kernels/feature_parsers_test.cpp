@@ -1,0 +1,60 @@
+// Builtin feature parsers: nn-Meter's needed_config lists and the FLOPs/params features.
+#include <gtest/gtest.h>
+
+#include "nnmeter/kernel.h"
+
+namespace nnmeter {
+namespace {
+
+std::unique_ptr<FeatureParser> parser_for(const std::string& name) {
+  for (auto& info : builtin_kernels())
+    if (info.name == name) return info.create(Json::object()).parser;
+  throw std::runtime_error("no builtin kernel " + name);
+}
+
+TEST(FeatureParsers, ConvAppendsFlopsAndParams) {
+  auto p = parser_for("conv-bn-relu");
+  EXPECT_EQ(p->needed_config(), (std::vector<std::string>{"HW", "CIN", "COUT", "KERNEL_SIZE", "STRIDES"}));
+  // params = 64 * (9 * 24 + 1) = 13888; flops = 2 * 28 * 28 * 13888 (HW/S = 56/2).
+  auto f = p->get_feature_by_config({{"HW", 56}, {"CIN", 24}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}});
+  ASSERT_EQ(f.size(), 7u);
+  EXPECT_DOUBLE_EQ(f[5], 2.0 * 28 * 28 * 13888 / 2e6);
+  EXPECT_DOUBLE_EQ(f[6], 13888 / 1e6);
+  EXPECT_EQ(p->get_config_by_feature(f),
+            Json({{"HW", 56}, {"CIN", 24}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}));
+}
+
+TEST(FeatureParsers, DwconvUsesCinAsCoutAndRealValuedStrides) {
+  auto p = parser_for("dwconv-bn-relu");
+  auto f = p->get_feature_by_config({{"HW", 7}, {"CIN", 10}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}});
+  ASSERT_EQ(f.size(), 7u);
+  EXPECT_EQ(f[2], 10);
+  const double params = 10 * (9 + 1);
+  EXPECT_DOUBLE_EQ(f[5], 2 * 3.5 * 3.5 * params / 2e6);  // 7/2 is not floored, as in nn-Meter
+  EXPECT_DOUBLE_EQ(f[6], params / 1e6);
+}
+
+TEST(FeatureParsers, FcPoolingConcatAndElementwise) {
+  auto fc = parser_for("fc")->get_feature_by_config({{"CIN", 1024}, {"COUT", 1000}});
+  EXPECT_EQ(fc, (std::vector<double>{1024, 1000, 2049.0 * 1000 / 2e6, 2049.0 * 1000 / 1e6}));
+  auto pool = parser_for("maxpool");
+  EXPECT_EQ(pool->needed_config(), (std::vector<std::string>{"HW", "CIN", "COUT", "KERNEL_SIZE", "POOL_STRIDES"}));
+  EXPECT_EQ(pool->get_feature_by_config({{"HW", 56}, {"CIN", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}),
+            (std::vector<double>{56, 64, 64, 3, 2}));
+  EXPECT_EQ(parser_for("concat")->get_feature_by_config({{"HW", 7}, {"CIN1", 3}, {"CIN2", 4}, {"CIN3", 0}}),
+            (std::vector<double>{7, 3, 4, 0, 0}));
+  auto add = parser_for("add");
+  EXPECT_EQ(add->get_feature_by_config({{"HW", 7}, {"CIN", 3}}), (std::vector<double>{7, 3, 3}));
+  EXPECT_EQ(add->get_config_by_feature({7, 3, 3}), Json({{"HW", 7}, {"CIN", 3}}));
+  for (const char* k : {"split", "channelshuffle", "se", "global-avgpool", "bnrelu", "bn", "hswish", "swish", "relu"})
+    EXPECT_EQ(parser_for(k)->needed_config(), (std::vector<std::string>{"HW", "CIN"})) << k;
+}
+
+TEST(FeatureParsers, RejectMissingKeysAndWrongLengths) {
+  auto p = parser_for("conv-bn-relu");
+  EXPECT_THROW(p->get_feature_by_config({{"HW", 56}, {"CIN", 24}}), Error);
+  EXPECT_THROW(p->get_config_by_feature({1, 2, 3}), Error);
+}
+
+}  // namespace
+}  // namespace nnmeter

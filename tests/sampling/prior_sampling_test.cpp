@@ -1,0 +1,186 @@
+// Prior sampling: distributions follow the prior CSV columns (statistically, fixed seed), value sets and
+// frequent-value shares match nn-Meter, exact counts, no zero values, reproducibility, CSV errors.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "nnmeter/kernel.h"
+#include "sampling/prior_lib.h"
+#include "support/test_support.h"
+
+namespace nnmeter {
+namespace {
+
+KernelSuite suite_for(const std::string& name, const Json& pbc = Json::object()) {
+  for (auto& info : builtin_kernels())
+    if (info.name == name) return info.create(pbc);
+  throw std::runtime_error("no builtin kernel " + name);
+}
+
+std::vector<double> csv_column(const std::string& file, const std::string& column) {
+  return sampling::load_prior_table(file, std::nullopt, {column}).column(column);
+}
+
+// Share of values in each of the 40 equal-width bins over [lo, hi].
+std::vector<double> bin_shares(const std::vector<double>& values, double lo, double hi) {
+  std::vector<double> shares(40, 0.0);
+  for (double v : values) shares[std::min<size_t>(39, static_cast<size_t>((v - lo) / ((hi - lo) / 40)))] += 1;
+  for (double& s : shares) s /= static_cast<double>(values.size());
+  return shares;
+}
+
+// Inverse-CDF sampling reproduces the column's histogram: every bin's share within 0.025 (about 5 sigma
+// at n = 6000) and the mean within one bin width.
+void expect_follows_column(const std::vector<double>& sampled, const std::vector<double>& column) {
+  const auto [lo, hi] = std::minmax_element(column.begin(), column.end());
+  auto a = bin_shares(sampled, *lo, *hi), b = bin_shares(column, *lo, *hi);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.025) << "bin " << i;
+  double ma = 0, mb = 0;
+  for (double v : sampled) ma += v;
+  for (double v : column) mb += v;
+  ma /= static_cast<double>(sampled.size());
+  mb /= static_cast<double>(column.size());
+  EXPECT_NEAR(ma, mb, (*hi - *lo) / 40);
+  for (double v : sampled) {
+    EXPECT_GE(v, *lo);
+    EXPECT_LE(v, *hi);
+  }
+}
+
+std::vector<double> values_of(const std::vector<KernelConfig>& configs, const std::string& key) {
+  std::vector<double> out;
+  for (const auto& c : configs) out.push_back(c.at(key).get<double>());
+  return out;
+}
+
+double share(const std::vector<KernelConfig>& configs, const std::string& key, int64_t value) {
+  double n = 0;
+  for (const auto& c : configs) n += c.at(key).get<int64_t>() == value;
+  return n / static_cast<double>(configs.size());
+}
+
+TEST(PriorSampling, ConvChannelsFollowThePriorColumns) {
+  auto configs = suite_for("conv-bn-relu").sampler->prior_config_sampling(6000, 11);
+  ASSERT_EQ(configs.size(), 6000u);
+  expect_follows_column(values_of(configs, "CIN"), csv_column("conv.csv", "cin"));
+  expect_follows_column(values_of(configs, "COUT"), csv_column("conv.csv", "cout"));
+}
+
+TEST(PriorSampling, DwconvPoolingAndFcFollowTheirColumns) {
+  auto dw = suite_for("dwconv-bn-relu").sampler->prior_config_sampling(6000, 12);
+  expect_follows_column(values_of(dw, "CIN"), csv_column("dwconv.csv", "cin"));
+  auto pool = suite_for("maxpool").sampler->prior_config_sampling(6000, 13);
+  expect_follows_column(values_of(pool, "CIN"), csv_column("pooling.csv", "cin"));
+  // KS and strides are the tiled pooling columns: 27/54 kernel 2, 9/54 stride 1.
+  EXPECT_NEAR(share(pool, "KERNEL_SIZE", 2), 0.5, 0.01);
+  EXPECT_NEAR(share(pool, "POOL_STRIDES", 1), 9.0 / 54, 0.01);
+  auto fc = suite_for("fc").sampler->prior_config_sampling(6000, 14);
+  expect_follows_column(values_of(fc, "CIN"), csv_column("fc.csv", "cin"));
+  EXPECT_GE(share(fc, "COUT", 1000), 0.5);  // the fixed half, plus drawn values that happen to be 1000
+}
+
+TEST(PriorSampling, ConvValueSetsAndFrequentShares) {
+  const int n = 2000;
+  auto configs = suite_for("conv-bn-relu").sampler->prior_config_sampling(n, 5);
+  const std::set<int64_t> hw = {1, 3, 7, 8, 13, 14, 27, 28, 32, 56, 112, 224}, ks = {1, 3, 5, 7}, s = {1, 2, 4};
+  for (const auto& c : configs) {
+    EXPECT_TRUE(hw.count(c["HW"].get<int64_t>())) << c.dump();
+    EXPECT_TRUE(ks.count(c["KERNEL_SIZE"].get<int64_t>())) << c.dump();
+    EXPECT_TRUE(s.count(c["STRIDES"].get<int64_t>())) << c.dump();
+  }
+  // 30 % of the configs are frequent values: KS 7 for 60 % of them, KS 5 for 40 %; the prior column has
+  // almost no 5 or 7 (27 of 1251 rows), so the shares show up nearly unchanged.
+  const double r = n - static_cast<int>(0.7 * n);
+  EXPECT_NEAR(share(configs, "KERNEL_SIZE", 7) * n, 0.6 * r + 0.7 * n * 23 / 1251.0, 0.05 * r);
+  EXPECT_NEAR(share(configs, "KERNEL_SIZE", 5) * n, 0.4 * r, 0.05 * r);
+  EXPECT_GE(share(configs, "HW", 112) * n, 0.2 * r);
+  // Sorted by FLOPs for profiling.
+  auto flops = [](const Json& c) {
+    double hw = c["HW"], cin = c["CIN"], cout = c["COUT"], k = c["KERNEL_SIZE"], st = c["STRIDES"];
+    return (hw / st) * (hw / st) * cout * (k * k * cin + 1);
+  };
+  for (size_t i = 1; i < configs.size(); ++i) EXPECT_LE(flops(configs[i - 1]), flops(configs[i]));
+}
+
+TEST(PriorSampling, EverySamplerReturnsExactlyNPositiveConfigs) {
+  for (const auto& info : builtin_kernels()) {
+    auto suite = info.create(Json::object());
+    for (int n : {1, 2, 7, 10, 13, 101}) {
+      auto configs = suite.sampler->prior_config_sampling(n, static_cast<uint64_t>(n));
+      ASSERT_EQ(configs.size(), static_cast<size_t>(n)) << info.name << " n=" << n;
+      for (const auto& c : configs) {
+        for (const auto& [key, value] : c.items()) {
+          ASSERT_TRUE(value.is_number_integer()) << info.name << " " << c.dump();
+          const bool optional_input = info.name == "concat" && (key == "CIN3" || key == "CIN4");
+          EXPECT_GE(value.get<int64_t>(), optional_input ? 0 : 1) << info.name << " " << c.dump();
+        }
+        EXPECT_NO_THROW(suite.kernel->input_tensor_shape(c)) << info.name << " " << c.dump();
+      }
+    }
+  }
+}
+
+TEST(PriorSampling, FamilySpecificRules) {
+  for (const char* k : {"split", "channelshuffle", "se"})
+    for (const auto& c : suite_for(k).sampler->prior_config_sampling(300, 3)) EXPECT_EQ(c["CIN"].get<int>() % 2, 0);
+  auto gap = suite_for("global-avgpool").sampler->prior_config_sampling(301, 3);
+  EXPECT_NEAR(share(gap, "HW", 3), 0.5, 0.05);
+  EXPECT_NEAR(share(gap, "HW", 7), 0.5, 0.05);
+  auto concat = suite_for("concat").sampler->prior_config_sampling(1000, 3);
+  EXPECT_NEAR(share(concat, "CIN4", 0), 0.6, 1e-9);  // 40 % have four inputs
+  EXPECT_NEAR(share(concat, "CIN3", 0), 0.4, 1e-9);  // 20 % three, 40 % two
+  for (const auto& c : concat) EXPECT_TRUE(c["CIN3"] != 0 || c["CIN4"] == 0) << c.dump();
+}
+
+TEST(PriorSampling, SeededAndReproducible) {
+  auto s = suite_for("conv-bn-relu").sampler;
+  EXPECT_EQ(s->prior_config_sampling(50, 42), s->prior_config_sampling(50, 42));
+  EXPECT_NE(s->prior_config_sampling(50, 42), s->prior_config_sampling(50, 43));
+  EXPECT_THROW(s->prior_config_sampling(0, 1), Error);
+  EXPECT_THROW(s->prior_config_sampling(-3, 1), Error);
+}
+
+TEST(PriorSampling, OverrideFolderIsReadAtRunTime) {
+  test::TempDir dir;
+  // A one-row library: every draw is that row's value.
+  test::write_text(dir / "conv.csv", "model,input_h,input_w,cin,cout,ks,stride,groups\nm,7,7,40,50,3,1,1\n");
+  auto s = suite_for("conv-bn-relu", {{"PRIOR_CONFIG_LIB", dir.path().string()}}).sampler;
+  for (const auto& c : s->prior_config_sampling(20, 1)) {
+    EXPECT_EQ(c["CIN"], 40);
+    EXPECT_EQ(c["COUT"], 50);
+  }
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(PriorSampling, UnreadableOrBrokenPriorCsvIsAOneLineError) {
+  test::TempDir dir;
+  auto missing = suite_for("conv-bn-relu", {{"PRIOR_CONFIG_LIB", (dir / "nope").string()}}).sampler;
+  std::string msg = error_of([&] { missing->prior_config_sampling(5, 1); });
+  EXPECT_NE(msg.find("cannot read prior config CSV"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("nope"), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos);
+
+  test::write_text(dir / "fc.csv", "model,cin\nm,5\n");
+  auto no_column = suite_for("fc", {{"PRIOR_CONFIG_LIB", dir.path().string()}}).sampler;
+  msg = error_of([&] { no_column->prior_config_sampling(5, 1); });
+  EXPECT_NE(msg.find("has no column 'cout'"), std::string::npos) << msg;
+
+  test::write_text(dir / "pooling.csv", "model,input_h,input_w,cin,cout,ks,stride\nm,7,7,x,3,3,2\n");
+  auto bad_value = suite_for("avgpool", {{"PRIOR_CONFIG_LIB", dir.path().string()}}).sampler;
+  msg = error_of([&] { bad_value->prior_config_sampling(5, 1); });
+  EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace nnmeter
