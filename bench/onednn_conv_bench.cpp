@@ -1,5 +1,7 @@
 // A conv kernel through the onednn_cpu backend vs the same oneDNN primitive called alone, both timed with
 // the backend's measurement routine. The issue asks for >= 90 % of the standalone throughput.
+// "backend_ms" is what Backend::profile records (no edge reorders); "inference_ms" adds the NCHW
+// input/output reorders a one-kernel model pays when run for inference.
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -63,16 +65,24 @@ double standalone_ms(const ConvCase& c, int threads) {
   return m.stats.median;
 }
 
-// The same conv as a one-node ONNX model through the engine (NCHW input and output, as a kernel model
-// is profiled).
+// The same conv as a one-node ONNX model through the engine, timed as Backend::profile times it
+// (Pipeline::Profiling: input already in the conv's layout, output left in it) and, for comparison, as
+// inference runs it (NCHW in and out, edge reorders included).
 Json backend_ms(const ConvCase& c, int threads) {
   onnxgen::Builder b("conv", 13, 1);
   const auto x = b.input("x", {1, c.c, c.hw, c.hw});
   b.output(b.relu(b.conv(x, c.cout, c.k, c.s, -1, 1, true)));
   onednn::Engine engine(onednn::load_graph(b.model(), "conv"), onednn::EngineOptions{threads});
   engine.set_inputs(onednn::random_inputs(engine));
-  const auto m = onednn::measure([&] { engine.execute(); }, settings(threads));
-  return {{"median_ms", m.stats.median}, {"primitives", engine.plan()["primitives"]}, {"reorders", engine.plan()["reorders"]}};
+  engine.prepare_profiling();
+  const auto m = onednn::measure([&] { engine.execute(onednn::Pipeline::Profiling); }, settings(threads));
+  const auto inference = onednn::measure([&] { engine.execute(onednn::Pipeline::Inference); }, settings(threads));
+  const Json timed = engine.plan(onednn::Pipeline::Profiling);
+  return {{"median_ms", m.stats.median},
+          {"inference_ms", inference.stats.median},
+          {"primitives", timed["primitives"]},
+          {"reorders", timed["reorders"]},
+          {"excluded_edge_reorders", timed["excluded_edge_reorders"].size()}};
 }
 
 }  // namespace
@@ -93,7 +103,10 @@ int main() {
                      {"backend_gflops", flops(c) / ms / 1e6},
                      {"ratio", alone / ms},
                      {"backend_primitives", through["primitives"]},
-                     {"backend_reorders", through["reorders"]}};
+                     {"backend_reorders", through["reorders"]},
+                     {"excluded_edge_reorders", through["excluded_edge_reorders"]},
+                     {"inference_ms", through["inference_ms"]},
+                     {"inference_ratio", alone / through["inference_ms"].get<double>()}};
       std::cout << row.dump() << std::endl;
     }
   return 0;

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   const KernelDataset fresh = test::synthetic_conv_dataset(2000, 2);
   std::printf("| samples | regressor | target | split acc10 | fresh acc10 | fresh acc5 | fresh rmspe %% | train s | model MB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
-  for (size_t n : {250, 500, 1000, 2000, 4000}) {
+  for (size_t n : {500, 1000, 2000}) {
     const KernelDataset data = test::synthetic_conv_dataset(n, 1);
     for (bool gbdt : {false, true}) {
       for (bool log_target : {true, false}) {

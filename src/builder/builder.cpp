@@ -151,6 +151,7 @@ PredictorBuildResult Builder::build_predictor_by_data(const std::string& kernel_
   data.features = table.features;
   data.labels = table.labels;
   for (const auto& id : table.ids) data.configs.push_back(kernel_data.at(id).value("config", Json::object()));
+  if (data.features.empty()) throw Error("no profiled samples of '" + kernel_type + "' to train on");
   data.feature_names = feature_names_for(*s.parser, data.features.front().size());
   const RegressorParams params = settings_.regressor == RegressorMode::gbdt
                                      ? default_gbdt_params()
@@ -252,6 +253,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     KernelDataset all;
     all.features = table.features;
     all.labels = table.labels;
+    if (all.features.empty()) throw Error("no profiled samples of '" + kernel + "' to train on");
     all.feature_names = feature_names_for(*ks.parser, all.features.front().size());
     const RegressorParams params = settings_.regressor == RegressorMode::gbdt ? default_gbdt_params()
                                                                               : default_regressor_params(kernel, settings_.backend);

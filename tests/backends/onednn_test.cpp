@@ -288,6 +288,73 @@ TEST(OneDnnBackend, ConvertRunAndProfile) {
   EXPECT_THROW(backend->build_wrapper({dir / "nothing.txt"}), Error);
 }
 
+// A kernel model is profiled as it runs inside a network: the timed pipeline has no reorder of the NCHW
+// graph input into the conv's layout nor of its output back, while forward() still returns plain NCHW.
+TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
+  Builder b("kernel", 13, 9);
+  const auto x = b.input("x", {1, 64, 56, 56});
+  const auto model = one_output(b, b.relu(b.conv_bn(x, 64, 3)));
+  expect_matches_reference(model);
+  Engine engine(load_graph(model, "kernel"), EngineOptions{1});
+
+  const Json inference = engine.plan();
+  EXPECT_EQ(inference["pipeline"], "inference");
+  // Every reorder of the inference pipeline is at an edge (on a machine with blocked conv kernels there
+  // are two: NCHW -> the conv's src layout, its dst layout -> NCHW).
+  EXPECT_GE(inference["edge_reorders"].get<int>(), 1) << inference.dump(1);
+  EXPECT_EQ(inference["reorders"], inference["edge_reorders"]) << inference.dump(1);
+  for (const auto& s : inference["steps"]) {
+    if (s["primitive"] == "reorder") {
+      EXPECT_TRUE(s["edge"] == "input" || s["edge"] == "output") << s.dump();
+    }
+  }
+
+  const Json timed = engine.plan(Pipeline::Profiling);
+  EXPECT_EQ(timed["pipeline"], "profiling");
+  ASSERT_EQ(timed["steps"].size(), 1u) << timed.dump(1);
+  EXPECT_EQ(timed["steps"][0]["primitive"], "convolution");
+  EXPECT_EQ(timed["reorders"], 0);
+  EXPECT_EQ(timed["primitives"], 1);
+  ASSERT_EQ(timed["excluded_edge_reorders"].size(), inference["edge_reorders"].get<size_t>());
+  for (const auto& s : timed["excluded_edge_reorders"]) {
+    EXPECT_EQ(s["primitive"], "reorder");
+    EXPECT_EQ(s["tensor"], s["edge"] == "input" ? x : model.graph().output(0).name()) << s.dump();
+  }
+
+  // Profiling runs leave the inference path intact: forward() afterwards (and in between) matches a
+  // fresh engine bit for bit, also with new inputs.
+  const auto in1 = inputs_for(model, 1), in2 = inputs_for(model, 2);
+  Engine fresh(load_graph(model, "kernel"), EngineOptions{1});
+  const auto want1 = fresh.forward(in1)[0].data, want2 = fresh.forward(in2)[0].data;
+  engine.set_inputs(in1);
+  engine.prepare_profiling();
+  engine.execute(Pipeline::Profiling);
+  engine.execute(Pipeline::Profiling);
+  EXPECT_EQ(engine.forward(in2)[0].data, want2);
+  engine.set_inputs(in1);
+  engine.execute(Pipeline::Profiling);  // stages the new inputs itself
+  EXPECT_EQ(engine.forward(in1)[0].data, want1);
+}
+
+// The plan file written at conversion records what profile() leaves out of the timer.
+TEST(OneDnnProfiling, PlanFileListsExcludedEdgeReorders) {
+  test::TempDir dir;
+  Builder b("dw", 13, 4);
+  const auto x = b.input("x", {1, 32, 28, 28});
+  const auto model = one_output(b, b.relu(b.conv_bn(x, 32, 3, 1, 32)));
+  io::write_file_atomic(dir / "dw.onnx", model.SerializeAsString());
+  auto backend = make_backend({{"NUM_RUNS", 2}, {"NUM_ROUNDS", 1}, {"WARMUP_RUNS", 0}, {"MIN_TIME_MS", 0.0}});
+  const auto files = backend->to_backend(dir / "dw.onnx", dir / "work", "dw");
+  const Json plan = io::load_json_file(files[1]);
+  ASSERT_TRUE(plan.contains("profiling")) << plan.dump(1);
+  EXPECT_EQ(plan["profiling"]["reorders"], 0) << plan.dump(1);
+  EXPECT_EQ(plan["profiling"]["primitives"].get<int>() + plan["edge_reorders"].get<int>(), plan["primitives"].get<int>());
+  EXPECT_EQ(plan["profiling"]["excluded_edge_reorders"].size(), plan["edge_reorders"].get<size_t>());
+  for (const auto& e : plan["profiling"]["excluded_edge_reorders"]) EXPECT_TRUE(e["edge"] == "input" || e["edge"] == "output");
+  EXPECT_GT(backend->profile(files).median, 0);
+  expect_matches_reference(model);
+}
+
 TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
   int calls = 0;
   MeasureSettings s;

@@ -101,11 +101,22 @@ std::string post_op_name(const PostOp& p) {
   }
 }
 
+// A reorder at the model's boundary: a graph input into its consumer's layout, or a graph output back
+// to plain. Pipeline::Profiling leaves them out of the timed run.
+enum class Edge { None, Input, Output };
+
 struct Step {
   dnnl::primitive prim;
   std::unordered_map<int, memory> args;
   Json info;
+  Edge edge = Edge::None;
 };
+
+void mark_edge(Step& s, Edge edge, const std::string& tensor) {
+  s.edge = edge;
+  s.info["edge"] = edge == Edge::Input ? "input" : "output";
+  s.info["tensor"] = tensor;
+}
 
 // Where a value lives: its memory (any layout) and the buffer it shares with its aliases.
 struct Slot {
@@ -137,6 +148,20 @@ struct Engine::Impl {
   std::vector<memory> outputs;         // per graph output, plain
   std::vector<memory> keep;            // memories referenced only through aliases
   int current = -1;                    // node being compiled
+  bool inputs_staged = false;          // the input edge reorders ran since the last set_inputs()
+
+  void run_steps(Pipeline p) {
+    for (auto& s : steps)
+      if (p == Pipeline::Inference || s.edge == Edge::None) s.prim.execute(strm, s.args);
+    strm.wait();
+  }
+
+  void stage_inputs() {
+    for (auto& s : steps)
+      if (s.edge == Edge::Input) s.prim.execute(strm, s.args);
+    strm.wait();
+    inputs_staged = true;
+  }
 
   // -------------------------------------------------------------------------------------------------
   // Buffers and layouts
@@ -203,12 +228,23 @@ struct Engine::Impl {
       strm.wait();
     } else {
       reorder_step(m, copy, "layout of '" + g.value(value).name + "'");
+      // A graph input read in another layout: inside a network its producer would have written that
+      // layout. The copy is only ever read, so staging it once serves every later run.
+      if (g.value(value).graph_input && m.get_data_handle() == inputs_handle(value))
+        mark_edge(steps.back(), Edge::Input, g.value(value).name);
     }
     s.copies.push_back(copy);
     return copy;
   }
 
   memory as_plain(int value) { return as_desc(value, plain_md(g.value(value).shape)); }
+
+  // The buffer set_inputs() writes for graph input `value`, or null.
+  void* inputs_handle(int value) const {
+    for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i)
+      if (g.inputs[i] == value) return inputs[i].get_data_handle();
+    return nullptr;
+  }
 
   // The same bytes seen with another shape (row-major data only).
   memory alias(const memory& plain, const Shape& shape) {
@@ -817,7 +853,11 @@ struct Engine::Impl {
       }
     }
     current = static_cast<int>(g.nodes.size());
-    for (int id : g.outputs) outputs.push_back(as_plain(id));
+    for (int id : g.outputs) {
+      const size_t before = steps.size();
+      outputs.push_back(as_plain(id));
+      for (size_t i = before; i < steps.size(); ++i) mark_edge(steps[i], Edge::Output, g.value(id).name);
+    }
   }
 };
 
@@ -842,6 +882,7 @@ void Engine::set_inputs(const std::vector<Tensor>& inputs) {
                               shape_str(v.shape)));
     std::memcpy(impl_->inputs[i].get_data_handle(), it->data.data(), it->data.size() * sizeof(float));
   }
+  impl_->inputs_staged = false;
   for (const auto& t : inputs) {
     const auto it = g.value_index.find(t.name);
     if (it == g.value_index.end() || !g.value(it->second).graph_input)
@@ -849,10 +890,15 @@ void Engine::set_inputs(const std::vector<Tensor>& inputs) {
   }
 }
 
-void Engine::execute() {
+void Engine::execute(Pipeline pipeline) {
   omp_set_num_threads(std::max(1, impl_->opt.threads));
-  for (auto& s : impl_->steps) s.prim.execute(impl_->strm, s.args);
-  impl_->strm.wait();
+  if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
+  impl_->run_steps(pipeline);
+}
+
+void Engine::prepare_profiling() {
+  omp_set_num_threads(std::max(1, impl_->opt.threads));
+  impl_->stage_inputs();
 }
 
 std::vector<Tensor> Engine::outputs() const {
@@ -879,15 +925,23 @@ std::vector<std::pair<std::string, Shape>> Engine::input_specs() const {
   return out;
 }
 
-Json Engine::plan() const {
-  Json steps = Json::array();
-  int reorders = 0;
+Json Engine::plan(Pipeline pipeline) const {
+  Json steps = Json::array(), excluded = Json::array();
+  int reorders = 0, edges = 0;
   for (const auto& s : impl_->steps) {
+    edges += s.edge != Edge::None;
+    if (pipeline == Pipeline::Profiling && s.edge != Edge::None) {
+      excluded.push_back(s.info);
+      continue;
+    }
     steps.push_back(s.info);
     reorders += s.info.value("primitive", "") == "reorder";
   }
-  return {{"threads", impl_->opt.threads}, {"isa", effective_isa()}, {"onednn", dnnl_version()},
-          {"primitives", impl_->steps.size()}, {"reorders", reorders}, {"steps", steps}};
+  Json j{{"threads", impl_->opt.threads}, {"isa", effective_isa()}, {"onednn", dnnl_version()},
+         {"pipeline", pipeline == Pipeline::Profiling ? "profiling" : "inference"},
+         {"primitives", steps.size()}, {"reorders", reorders}, {"edge_reorders", edges}, {"steps", steps}};
+  if (pipeline == Pipeline::Profiling) j["excluded_edge_reorders"] = excluded;
+  return j;
 }
 
 const Graph& Engine::graph() const { return impl_->g; }
