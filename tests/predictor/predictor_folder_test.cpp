@@ -9,6 +9,8 @@
 namespace nnmeter {
 namespace {
 
+using test::error_of;
+
 KernelPredictorMeta kernel_meta(const std::string& kernel, const RegressorParams& params,
                                 std::optional<LatencyMetrics> metrics = std::nullopt, size_t sample_count = 0,
                                 std::vector<std::string> feature_names = {}) {
@@ -19,15 +21,6 @@ KernelPredictorMeta kernel_meta(const std::string& kernel, const RegressorParams
   m.sample_count = sample_count;
   m.feature_names = std::move(feature_names);
   return m;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 struct BuiltFolder {

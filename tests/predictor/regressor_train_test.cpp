@@ -10,20 +10,13 @@
 namespace nnmeter {
 namespace {
 
+using test::error_of;
+
 // A small forest: enough to check plumbing without the cost of the 320-tree default.
 RegressorParams small_rf() {
   RegressorParams p = default_regressor_params("conv-bn-relu", "onednn_cpu");
   p.n_estimators = 20;
   return p;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // Held-out accuracy of the default (log-target) regressors on 2000 synthetic samples; the fixed seeds

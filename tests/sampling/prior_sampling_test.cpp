@@ -14,6 +14,8 @@
 namespace nnmeter {
 namespace {
 
+using test::error_of;
+
 KernelSuite suite_for(const std::string& name, const Json& pbc = Json::object()) {
   for (auto& info : builtin_kernels())
     if (info.name == name) return info.create(pbc);
@@ -152,15 +154,6 @@ TEST(PriorSampling, OverrideFolderIsReadAtRunTime) {
     EXPECT_EQ(c["CIN"], 40);
     EXPECT_EQ(c["COUT"], 50);
   }
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(PriorSampling, UnreadableOrBrokenPriorCsvIsAOneLineError) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ CliResult run_cli(const std::vector<std::string>& args, const fs::path& home,
 
 // Runs any program by argv and captures both streams.
 CliResult run_program(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+
+// The message of the nnmeter::Error that `f` throws, or "" when it throws none.
+std::string error_of(const std::function<void()>& f);
 
 std::string read_text(const fs::path& path);
 void write_text(const fs::path& path, const std::string& text);
