@@ -27,5 +27,7 @@ void add_workspace_commands(CLI::App& app, Context& ctx);  // create, connect
 void add_backend_commands(CLI::App& app, Context& ctx);    // backend NAME convert|run|profile, check-env, benchmark
 void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-data
 void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile, profile-worker (internal)
+void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
+void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
 
 }  // namespace nnmeter::cli
