@@ -16,12 +16,13 @@ int main(int argc, char** argv) {
   const KernelDataset fresh = test::synthetic_conv_dataset(2000, 2);
   std::printf("| samples | regressor | target | split acc10 | fresh acc10 | fresh acc5 | fresh rmspe %% | train s | model MB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
-  for (size_t n : {500, 1000, 2000}) {
+  for (size_t n : {100, 300, 1000, 2000}) {
     const KernelDataset data = test::synthetic_conv_dataset(n, 1);
     for (bool gbdt : {false, true}) {
-      for (bool log_target : {true, false}) {
+      for (const std::string target : {"log+power", "log", "raw"}) {
         RegressorParams p = gbdt ? default_gbdt_params() : default_regressor_params("conv-bn-relu", "onednn_cpu");
-        p.log_target = log_target;
+        p.log_target = target != "raw";
+        p.power_law_baseline = target == "log+power";
         p.threads = threads;
         const auto t0 = std::chrono::steady_clock::now();
         TrainResult r = train_kernel_predictor(data, p, 0.1);
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
         const double mb = static_cast<double>(fs::file_size(tmp)) / 1e6;
         fs::remove(tmp);
         std::printf("| %zu | %s | %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.1f |\n", n, gbdt ? "gbdt" : "rf",
-                    log_target ? "log" : "raw", r.metrics->acc10, m.acc10, m.acc5, m.rmspe, secs, mb);
+                    target.c_str(), r.metrics->acc10, m.acc10, m.acc5, m.rmspe, secs, mb);
         std::fflush(stdout);
       }
     }

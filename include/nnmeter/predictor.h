@@ -55,6 +55,12 @@ struct RegressorParams {
   // Train on log(latency) and predict exp(model): errors become relative, which is what the ±10 %
   // metrics measure. See docs/notes-predictor.md for the measurement behind the default.
   bool log_target = true;
+  // With log_target: first fit a power law log(latency) ≈ c0 + Σ ci·log1p(feature_i / scale_i) by ridge
+  // least squares, then let the trees learn only the residual. Trees alone predict a constant outside the
+  // sampled range and need thousands of samples to follow latency's multiplicative trends; the power law
+  // carries the trend (it extrapolates) and the trees the backend's irregularities. See
+  // docs/notes-predictor.md for the measurement behind the default.
+  bool power_law_baseline = true;
   uint64_t seed = 10;  // nn-Meter's random_state
   int threads = 1;     // XGBoost nthread for training and prediction; 0 = all cores
 

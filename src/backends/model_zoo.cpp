@@ -26,24 +26,24 @@ int64_t make_divisible(double v, int64_t d = 8) {
 }
 
 S mobilenet_v1(Builder& b, S x) {
-  x = cbr(b, x, 32, 3, 2);
+  x = cbr(b, x, b.scaled(32), 3, 2);
   const std::vector<std::pair<int64_t, int64_t>> cfg = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1},
                                                         {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
-  for (auto [c, s] : cfg) x = cbr(b, cbr(b, x, ch(b, x), 3, s, ch(b, x)), c, 1);
+  for (auto [c, s] : cfg) x = cbr(b, cbr(b, x, ch(b, x), 3, s, ch(b, x)), b.scaled(c), 1);
   return head(b, x);
 }
 
 S mobilenet_v2(Builder& b, S x) {
-  x = cbr6(b, x, 32, 3, 2);
+  x = cbr6(b, x, b.scaled(32), 3, 2);
   const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   for (const auto& r : cfg)
     for (int64_t i = 0; i < r[2]; ++i) {
-      const int64_t s = i == 0 ? r[3] : 1, in = ch(b, x), hidden = in * r[0];
+      const int64_t s = i == 0 ? r[3] : 1, in = ch(b, x), hidden = in * r[0], out = b.scaled(r[1]);
       S y = r[0] == 1 ? x : cbr6(b, x, hidden, 1);
-      y = b.conv_bn(cbr6(b, y, hidden, 3, s, hidden), r[1], 1);
-      x = s == 1 && in == r[1] ? b.add(x, y) : y;
+      y = b.conv_bn(cbr6(b, y, hidden, 3, s, hidden), out, 1);
+      x = s == 1 && in == out ? b.add(x, y) : y;
     }
-  return head(b, cbr6(b, x, 1280, 1));
+  return head(b, cbr6(b, x, std::max<int64_t>(1280, b.scaled(1280)), 1));
 }
 
 S se_block(Builder& b, const S& x, int64_t squeeze, bool hard) {
@@ -57,7 +57,7 @@ S se_block(Builder& b, const S& x, int64_t squeeze, bool hard) {
 }
 
 S mobilenet_v3_large(Builder& b, S x) {
-  x = b.hardswish(b.conv_bn(x, 16, 3, 2));
+  x = b.hardswish(b.conv_bn(x, b.scaled(16), 3, 2));
   struct L { int64_t k, exp, out; bool se, hs; int64_t s; };
   const L cfg[] = {{3, 16, 16, false, false, 1},  {3, 64, 24, false, false, 2},  {3, 72, 24, false, false, 1},
                    {5, 72, 40, true, false, 2},   {5, 120, 40, true, false, 1},  {5, 120, 40, true, false, 1},
@@ -65,24 +65,24 @@ S mobilenet_v3_large(Builder& b, S x) {
                    {3, 184, 80, false, true, 1},  {3, 480, 112, true, true, 1},  {3, 672, 112, true, true, 1},
                    {5, 672, 160, true, true, 2},  {5, 960, 160, true, true, 1},  {5, 960, 160, true, true, 1}};
   for (const auto& l : cfg) {
-    const int64_t in = ch(b, x);
+    const int64_t in = ch(b, x), exp = b.scaled(l.exp), out = b.scaled(l.out);
     auto act = [&](const S& v) { return l.hs ? b.hardswish(v) : b.relu(v); };
-    S y = l.exp == in ? x : act(b.conv_bn(x, l.exp, 1));
-    y = act(b.conv_bn(y, l.exp, l.k, l.s, l.exp));
-    if (l.se) y = se_block(b, y, make_divisible(static_cast<double>(l.exp) / 4), true);
-    y = b.conv_bn(y, l.out, 1);
-    x = l.s == 1 && in == l.out ? b.add(x, y) : y;
+    S y = exp == in ? x : act(b.conv_bn(x, exp, 1));
+    y = act(b.conv_bn(y, exp, l.k, l.s, exp));
+    if (l.se) y = se_block(b, y, make_divisible(static_cast<double>(exp) / 4), true);
+    y = b.conv_bn(y, out, 1);
+    x = l.s == 1 && in == out ? b.add(x, y) : y;
   }
-  x = b.hardswish(b.conv_bn(x, 960, 1));
+  x = b.hardswish(b.conv_bn(x, b.scaled(960), 1));
   x = b.hardswish(b.gemm(b.flatten(b.global_avgpool(x)), 1280));
   return b.gemm(x, 1000);
 }
 
 S resnet(Builder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
-  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 1);
-  int64_t width = 64;
-  for (size_t stage = 0; stage < blocks.size(); ++stage, width *= 2)
+  x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
+  for (size_t stage = 0; stage < blocks.size(); ++stage)
     for (int i = 0; i < blocks[stage]; ++i) {
+      const int64_t width = b.scaled(64 << stage);
       const int64_t s = stage > 0 && i == 0 ? 2 : 1, out = bottleneck ? width * 4 : width;
       S y = bottleneck ? b.conv_bn(cbr(b, cbr(b, x, width, 1), width, 3, s), out, 1) : b.conv_bn(cbr(b, x, width, 3, s), out, 3);
       const S identity = s != 1 || ch(b, x) != out ? b.conv_bn(x, out, 1, s) : x;
@@ -92,12 +92,13 @@ S resnet(Builder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
 }
 
 S fire(Builder& b, const S& x, int64_t sq, int64_t e1, int64_t e3) {
+  sq = b.scaled(sq), e1 = b.scaled(e1), e3 = b.scaled(e3);
   const S s = b.relu(b.conv(x, sq, 1, 1, 0, 1, true));
   return b.concat({b.relu(b.conv(s, e1, 1, 1, 0, 1, true)), b.relu(b.conv(s, e3, 3, 1, 1, 1, true))});
 }
 
 S squeezenet(Builder& b, S x) {
-  x = b.maxpool(b.relu(b.conv(x, 64, 3, 2, 0, 1, true)), 3, 2, 0, true);
+  x = b.maxpool(b.relu(b.conv(x, b.scaled(64), 3, 2, 0, 1, true)), 3, 2, 0, true);
   x = b.maxpool(fire(b, fire(b, x, 16, 64, 64), 16, 64, 64), 3, 2, 0, true);
   x = b.maxpool(fire(b, fire(b, x, 32, 128, 128), 32, 128, 128), 3, 2, 0, true);
   x = fire(b, fire(b, fire(b, fire(b, x, 48, 192, 192), 48, 192, 192), 64, 256, 256), 64, 256, 256);
@@ -106,7 +107,8 @@ S squeezenet(Builder& b, S x) {
 
 S shufflenet_v2(Builder& b, S x) {
   x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
-  const int64_t outs[] = {116, 232, 464};
+  // torchvision's x0.5/x1.5/x2.0 stage widths scale like this too (48/96/192 ... 244/488/976).
+  const int64_t outs[] = {b.scaled(116) / 2 * 2, b.scaled(232) / 2 * 2, b.scaled(464) / 2 * 2};
   const int repeats[] = {4, 8, 4};
   for (int st = 0; st < 3; ++st)
     for (int i = 0; i < repeats[st]; ++i) {
@@ -124,29 +126,31 @@ S shufflenet_v2(Builder& b, S x) {
       }
       x = b.channel_shuffle(out, 2);
     }
-  return b.gemm(b.reduce_mean_hw(cbr(b, x, 1024, 1), false), 1000);
+  return b.gemm(b.reduce_mean_hw(cbr(b, x, std::max<int64_t>(1024, b.scaled(1024)), 1), false), 1000);
 }
 
 S mnasnet(Builder& b, S x) {
-  x = b.conv_bn(cbr(b, cbr(b, x, 32, 3, 2), 32, 3, 1, 32), 16, 1);
+  const int64_t stem = b.scaled(32);
+  x = b.conv_bn(cbr(b, cbr(b, x, stem, 3, 2), stem, 3, 1, stem), b.scaled(16), 1);
   const int64_t cfg[][5] = {{3, 3, 2, 3, 24}, {3, 5, 2, 3, 40}, {6, 5, 2, 3, 80}, {6, 3, 1, 2, 96}, {6, 5, 2, 4, 192}, {6, 3, 1, 1, 320}};
   for (const auto& r : cfg)
     for (int64_t i = 0; i < r[3]; ++i) {
-      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0];
-      const S y = b.conv_bn(cbr(b, cbr(b, x, mid, 1), mid, r[1], s, mid), r[4], 1);
-      x = s == 1 && in == r[4] ? b.add(x, y) : y;
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0], out = b.scaled(r[4]);
+      const S y = b.conv_bn(cbr(b, cbr(b, x, mid, 1), mid, r[1], s, mid), out, 1);
+      x = s == 1 && in == out ? b.add(x, y) : y;
     }
   return b.gemm(b.reduce_mean_hw(cbr(b, x, 1280, 1), false), 1000);
 }
 
 S inception(Builder& b, const S& x, int64_t c1, int64_t c3r, int64_t c3, int64_t c5r, int64_t c5, int64_t pp) {
+  c1 = b.scaled(c1), c3r = b.scaled(c3r), c3 = b.scaled(c3), c5r = b.scaled(c5r), c5 = b.scaled(c5), pp = b.scaled(pp);
   return b.concat({cbr(b, x, c1, 1), cbr(b, cbr(b, x, c3r, 1), c3, 3), cbr(b, cbr(b, x, c5r, 1), c5, 3),
                    cbr(b, b.maxpool(x, 3, 1, 1, true), pp, 1)});
 }
 
 S googlenet(Builder& b, S x) {
-  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 0, true);
-  x = b.maxpool(cbr(b, cbr(b, x, 64, 1), 192, 3), 3, 2, 0, true);
+  x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 0, true);
+  x = b.maxpool(cbr(b, cbr(b, x, b.scaled(64), 1), b.scaled(192), 3), 3, 2, 0, true);
   x = inception(b, inception(b, x, 64, 96, 128, 16, 32, 32), 128, 128, 192, 32, 96, 64);
   x = b.maxpool(x, 3, 2, 0, true);
   x = inception(b, x, 192, 96, 208, 16, 48, 64);
@@ -160,13 +164,14 @@ S googlenet(Builder& b, S x) {
 }
 
 S densenet121(Builder& b, S x) {
-  x = b.maxpool(cbr(b, x, 64, 7, 2), 3, 2, 1);
+  x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
   const int blocks[] = {6, 12, 24, 16};
+  const int64_t growth = b.scaled(32);
   for (int bi = 0; bi < 4; ++bi) {
     std::vector<S> features{x};
     for (int i = 0; i < blocks[bi]; ++i) {
       const S in = features.size() == 1 ? features[0] : b.concat(features);
-      const S y = b.conv(cbr(b, b.relu(b.batchnorm(in)), 128, 1), 32, 3);
+      const S y = b.conv(cbr(b, b.relu(b.batchnorm(in)), 4 * growth, 1), growth, 3);
       features.push_back(y);
     }
     x = b.concat(features);
@@ -176,18 +181,34 @@ S densenet121(Builder& b, S x) {
 }
 
 S efficientnet_b0(Builder& b, S x) {
-  x = b.swish(b.conv_bn(x, 32, 3, 2));
+  x = b.swish(b.conv_bn(x, b.scaled(32), 3, 2));
   const int64_t cfg[][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
                             {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
   for (const auto& r : cfg)
     for (int64_t i = 0; i < r[4]; ++i) {
-      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0];
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0], out = b.scaled(r[3]);
       S y = r[0] == 1 ? x : b.swish(b.conv_bn(x, mid, 1));
       y = b.swish(b.conv_bn(y, mid, r[1], s, mid));
-      y = b.conv_bn(se_block(b, y, std::max<int64_t>(1, in / 4), false), r[3], 1);
-      x = s == 1 && in == r[3] ? b.add(x, y) : y;
+      y = b.conv_bn(se_block(b, y, std::max<int64_t>(1, in / 4), false), out, 1);
+      x = s == 1 && in == out ? b.add(x, y) : y;
     }
-  return head(b, b.swish(b.conv_bn(x, 1280, 1)));
+  return head(b, b.swish(b.conv_bn(x, b.scaled(1280), 1)));
+}
+
+// AlexNet as torchvision builds it; the classifier's 9216x4096 Linear makes it memory-bound.
+S alexnet(Builder& b, S x) {
+  x = b.maxpool(b.relu(b.conv(x, b.scaled(64), 11, 4, 2, 1, true)), 3, 2);
+  x = b.maxpool(b.relu(b.conv(x, b.scaled(192), 5, 1, 2, 1, true)), 3, 2);
+  for (int64_t c : {384, 256, 256}) x = b.relu(b.conv(x, b.scaled(c), 3, 1, 1, 1, true));
+  x = b.flatten(b.maxpool(x, 3, 2));
+  return b.gemm(b.relu(b.gemm(b.relu(b.gemm(x, 4096)), 4096)), 1000);
+}
+
+// VGG-11 with batch norm, torchvision's vgg11_bn; the classifier is sized for the input resolution.
+S vgg11_bn(Builder& b, S x) {
+  for (int64_t c : {64, -1, 128, -1, 256, 256, -1, 512, 512, -1, 512, 512, -1})
+    x = c < 0 ? b.maxpool(x, 2, 2) : b.relu(b.batchnorm(b.conv(x, b.scaled(c), 3, 1, 1, 1, true)));
+  return b.gemm(b.relu(b.gemm(b.relu(b.gemm(b.flatten(x), 4096)), 4096)), 1000);
 }
 
 const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>>& registry() {
@@ -196,13 +217,16 @@ const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>>& regist
       {"mobilenet_v2", mobilenet_v2},
       {"mobilenet_v3_large", mobilenet_v3_large},
       {"resnet18", [](Builder& b, S x) { return resnet(b, x, false, {2, 2, 2, 2}); }},
+      {"resnet34", [](Builder& b, S x) { return resnet(b, x, false, {3, 4, 6, 3}); }},
       {"resnet50", [](Builder& b, S x) { return resnet(b, x, true, {3, 4, 6, 3}); }},
       {"squeezenet1_1", squeezenet},
       {"shufflenet_v2_x1_0", shufflenet_v2},
       {"mnasnet1_0", mnasnet},
       {"googlenet", googlenet},
       {"densenet121", densenet121},
-      {"efficientnet_b0", efficientnet_b0}};
+      {"efficientnet_b0", efficientnet_b0},
+      {"alexnet", alexnet},
+      {"vgg11_bn", vgg11_bn}};
   return r;
 }
 
@@ -214,10 +238,12 @@ std::vector<std::string> model_names() {
   return names;
 }
 
-ZooModel build(const std::string& name, int64_t resolution) {
+ZooModel build(const std::string& name, int64_t resolution, double width) {
+  if (!(width > 0)) throw Error(fmt::format("model width must be > 0, got {}", width));
   for (const auto& [n, fn] : registry()) {
     if (n != name) continue;
     Builder b(name, 13, 7);
+    b.set_width(width);
     b.output(fn(b, b.input("input", {1, 3, resolution, resolution})));
     return {name, b.model(), b.flops()};
   }

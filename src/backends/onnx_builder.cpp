@@ -73,6 +73,14 @@ onnx::AttributeProto attr(const std::string& name, const std::string& value) {
   return a;
 }
 
+int64_t Builder::scaled(int64_t channels) const {
+  if (width_ == 1.0) return channels;
+  const double v = static_cast<double>(channels) * width_;
+  int64_t n = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
+  if (static_cast<double>(n) < 0.9 * v) n += 8;
+  return n;
+}
+
 Builder::Builder(std::string name, int64_t opset, uint32_t seed) : rng_(seed) {
   model_.set_ir_version(7);
   model_.set_producer_name("nn-meter");

@@ -55,6 +55,10 @@ class Builder {
   std::string random_weights(const Shape& shape, float scale);
 
   const Shape& shape(const std::string& value) const;
+  // Width multiplier of the architecture being built (MobileNet's alpha): scaled(c) is the channel count
+  // a layer declared with `c` channels gets, rounded to a multiple of 8 as torchvision does.
+  void set_width(double width) { width_ = width; }
+  int64_t scaled(int64_t channels) const;
   double flops() const { return flops_; }  // multiply-adds count 2
   onnx::ModelProto model() const;
   void save(const fs::path& path) const;
@@ -68,6 +72,7 @@ class Builder {
   std::mt19937 rng_;
   int counter_ = 0;
   double flops_ = 0;
+  double width_ = 1.0;
 };
 
 onnx::AttributeProto attr(const std::string& name, int64_t value);

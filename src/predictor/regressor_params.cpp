@@ -21,6 +21,7 @@ Json RegressorParams::to_json() const {
               {"eta", eta},
               {"min_child_weight", min_child_weight},
               {"log_target", log_target},
+              {"power_law_baseline", power_law_baseline},
               {"seed", seed},
               {"threads", threads}};
 }
@@ -54,7 +55,8 @@ RegressorParams RegressorParams::from_json(const Json& j, const std::string& ori
   if (!j.is_object()) throw Error("regressor parameters in " + origin + " must be a mapping");
   static const std::set<std::string, std::less<>> known = {"mode",   "n_estimators",     "max_depth",  "max_features",
                                                            "subsample", "rounds",      "eta",        "min_child_weight",
-                                                           "log_target", "seed",       "threads"};
+                                                           "log_target", "seed",       "threads",
+                                                           "power_law_baseline"};
   for (const auto& [key, _] : j.items())
     if (!known.count(key)) throw Error("unknown regressor parameter '" + key + "' in " + origin);
   RegressorParams p;
@@ -73,9 +75,10 @@ RegressorParams RegressorParams::from_json(const Json& j, const std::string& ori
   read_number(j, "min_child_weight", p.min_child_weight, origin);
   read_number(j, "seed", p.seed, origin);
   read_number(j, "threads", p.threads, origin);
-  if (j.contains("log_target")) {
-    if (!j["log_target"].is_boolean()) throw Error("regressor parameter 'log_target' in " + origin + " must be a boolean");
-    p.log_target = j["log_target"].get<bool>();
+  for (auto [key, flag] : {std::pair{"log_target", &p.log_target}, std::pair{"power_law_baseline", &p.power_law_baseline}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_boolean()) throw Error(std::string("regressor parameter '") + key + "' in " + origin + " must be a boolean");
+    *flag = j[key].get<bool>();
   }
   check_ranges(p, origin);
   return p;

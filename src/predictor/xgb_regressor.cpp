@@ -11,6 +11,7 @@
 
 #include "common/io.h"
 #include "nnmeter/predictor.h"
+#include "predictor/power_law.h"
 
 namespace nnmeter {
 
@@ -21,6 +22,7 @@ constexpr const char* kAttrVersion = "nnmeter_model_version";
 constexpr const char* kAttrFeatures = "nnmeter_feature_names";
 constexpr const char* kAttrTransform = "nnmeter_target_transform";
 constexpr const char* kAttrParams = "nnmeter_regressor_params";
+constexpr const char* kAttrBaseline = "nnmeter_power_law";  // present when the trees model a residual
 constexpr int kModelFileVersion = 1;
 
 // XGBoost's last error is "[hh:mm:ss] source.cc:123: message" followed by a stack trace; nn-meter errors
@@ -88,6 +90,24 @@ std::vector<float> flatten(const FeatureMatrix& rows, size_t cols, const char* w
   return out;
 }
 
+// What the trees see: the features, plus the power-law estimate as one more column when there is a
+// baseline. That column is the kernel's "size" axis (e.g. HW²·CIN for element-wise kernels), so a single
+// split can follow a cache-level transition that would otherwise take many splits over HW and CIN.
+std::vector<float> tree_input(const std::vector<float>& data, size_t rows, size_t cols, const PowerLaw* baseline,
+                              std::vector<double>* baseline_values) {
+  if (!baseline) return data;
+  std::vector<float> out;
+  out.reserve(rows * (cols + 1));
+  for (size_t r = 0; r < rows; ++r) {
+    const float* row = &data[r * cols];
+    const double b = baseline->eval(row);
+    out.insert(out.end(), row, row + cols);
+    out.push_back(static_cast<float>(b));
+    if (baseline_values) baseline_values->push_back(b);
+  }
+  return out;
+}
+
 std::string fmt_double(double v) {
   // XGBoost parses parameters with std::stod-like readers; full precision keeps them exact.
   char buf[64];
@@ -130,6 +150,7 @@ struct KernelRegressor::Impl {
   size_t n_features = 0;
   std::vector<std::string> feature_names;
   bool log_target = false;
+  std::optional<PowerLaw> baseline;  // in log space; the booster predicts log(latency) − baseline
   std::mutex predict_mutex;  // XGBoost's in-place predict reuses one output buffer per booster
 };
 
@@ -171,13 +192,19 @@ KernelRegressor KernelRegressor::train(const FeatureMatrix& x, const std::vector
                   (p.log_target ? " (log target needs latencies > 0)" : " (not finite)"));
     target[i] = static_cast<float>(p.log_target ? std::log(y[i]) : y[i]);
   }
+  std::optional<PowerLaw> baseline;
+  if (p.log_target && p.power_law_baseline) baseline = PowerLaw::fit(data, x.size(), cols, target);
+  std::vector<double> baseline_values;
+  const std::vector<float> input = tree_input(data, x.size(), cols, baseline ? &*baseline : nullptr, &baseline_values);
+  for (size_t i = 0; i < baseline_values.size(); ++i) target[i] = static_cast<float>(target[i] - baseline_values[i]);
+  const size_t tree_cols = baseline ? cols + 1 : cols;
   const double base_score = std::accumulate(target.begin(), target.end(), 0.0) / static_cast<double>(target.size());
 
-  DMatrix dtrain(data, x.size(), cols);
+  DMatrix dtrain(input, x.size(), tree_cols);
   check(XGDMatrixSetFloatInfo(dtrain.get(), "label", target.data(), target.size()), "setting training labels");
   const DMatrixHandle cache[] = {dtrain.get()};
   BoosterPtr booster = create_booster(cache, 1);
-  configure(booster.get(), p, cols, base_score);
+  configure(booster.get(), p, tree_cols, base_score);
   const int rounds = p.mode == RegressorMode::random_forest ? 1 : p.rounds;
   for (int i = 0; i < rounds; ++i) check(XGBoosterUpdateOneIter(booster.get(), i, dtrain.get()), "training round");
 
@@ -189,6 +216,7 @@ KernelRegressor KernelRegressor::train(const FeatureMatrix& x, const std::vector
   check(XGBoosterSetAttr(b, kAttrFeatures, Json(names).dump().c_str()), "setting model attributes");
   check(XGBoosterSetAttr(b, kAttrTransform, p.log_target ? "log" : "raw"), "setting model attributes");
   check(XGBoosterSetAttr(b, kAttrParams, p.to_json().dump().c_str()), "setting model attributes");
+  if (baseline) check(XGBoosterSetAttr(b, kAttrBaseline, baseline->to_json().dump().c_str()), "setting model attributes");
 
   // Reload from the model's own JSON: the in-memory model is then exactly what save() writes (identical
   // predictions after a round trip), and the booster drops its reference to the training matrix.
@@ -204,8 +232,11 @@ std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
   if (!impl_) throw Error("predict on an empty regressor: train or load it first");
   if (rows.empty()) return {};
   const std::vector<float> data = flatten(rows, impl_->n_features, "prediction input");
-  const Json array = {{"data", {reinterpret_cast<uintptr_t>(data.data()), true}},
-                      {"shape", {rows.size(), impl_->n_features}},
+  const PowerLaw* baseline = impl_->baseline ? &*impl_->baseline : nullptr;
+  std::vector<double> baseline_values;
+  const std::vector<float> input = tree_input(data, rows.size(), impl_->n_features, baseline, &baseline_values);
+  const Json array = {{"data", {reinterpret_cast<uintptr_t>(input.data()), true}},
+                      {"shape", {rows.size(), impl_->n_features + (baseline ? 1 : 0)}},
                       {"typestr", "<f4"},
                       {"version", 3}};
   // "cache_id": 0 is mandatory in 1.7 although undocumented: without it XGBoost aborts with
@@ -221,8 +252,11 @@ std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
   check(XGBoosterPredictFromDense(impl_->booster.get(), values.c_str(), config, nullptr, &shape, &dim, &result),
         "prediction");
   std::vector<double> out(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i)
-    out[i] = impl_->log_target ? std::exp(static_cast<double>(result[i])) : static_cast<double>(result[i]);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    double v = result[i];
+    if (baseline) v += baseline_values[i];
+    out[i] = impl_->log_target ? std::exp(v) : v;
+  }
   return out;
 }
 
@@ -261,6 +295,9 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
   r.impl_ = std::make_unique<Impl>();
   bst_ulong n_features = 0;
   check(XGBoosterGetNumFeature(b, &n_features), "reading the feature count of " + origin);
+  const auto law = get_attr(b, kAttrBaseline);
+  if (law && n_features < 2) throw Error(origin + " has a power-law baseline but no feature: rebuild the predictor");
+  if (law) --n_features;  // the trees' last column is the baseline itself
   r.impl_->n_features = n_features;
   const auto transform = get_attr(b, kAttrTransform);
   if (!transform || (*transform != "log" && *transform != "raw"))
@@ -272,6 +309,10 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
     throw Error(origin + " has " + std::to_string(n_features) +
                 " features but its feature-name attribute does not list as many");
   for (const auto& n : names_json) r.impl_->feature_names.push_back(n.is_string() ? n.get<std::string>() : n.dump());
+  if (law) {
+    if (!r.impl_->log_target) throw Error(origin + " has a power-law baseline but no log target: rebuild the predictor");
+    r.impl_->baseline = PowerLaw::from_json(Json::parse(*law, nullptr, false), n_features, origin);
+  }
   r.impl_->booster = std::move(booster);
   r.set_threads(1);
   return r;

@@ -1,0 +1,172 @@
+// Model-level latency prediction (nn-Meter's predictor side): an ONNX model or an nn-Meter IR json becomes
+// a graph with static shapes (ModelIr), the graph is split into kernels by the backend's fusion rules
+// (detect_kernels), and every kernel is predicted by the kernel predictor of the predictor folder with
+// the feature parser the builder trained it with. The model latency is the sum of its kernels.
+//
+// Fixed on purpose against nn-Meter (reference §9.3–9.5, §13): grouped convs are predicted as `groups`
+// small convs, not as one dense conv; global pooling uses the real input size; concat features come from
+// the builder's parser; an op without a predictor is never silently 0 ms — it is covered by an
+// element-wise predictor, counted as a 0 ms layout op by construction, or reported as uncovered.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nnmeter/common.h"
+#include "nnmeter/kernel.h"
+#include "nnmeter/predictor.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace nnmeter {
+
+class Registry;
+
+// Graph input name -> full NCHW shape including the batch dimension.
+using InputShapes = std::map<std::string, Shape>;
+
+// ---------------------------------------------------------------------------------------------------------
+// The graph with static shapes
+
+// One runtime op. Graph inputs are nodes of type "Placeholder". Initializers, Constant nodes and nodes
+// computed from constants and static shapes only (Shape → Gather → Concat → Reshape targets) are not nodes.
+struct IrNode {
+  std::string name, type;  // type: the ONNX op_type ("Conv", "Clip", ...)
+  // Producer of each runtime input, in input order (input_shapes[i] is the shape of inbounds[i]).
+  std::vector<std::string> inbounds;
+  std::vector<std::string> outbounds;  // consumers, each once, in topological order
+  std::vector<Shape> input_shapes, output_shapes;  // as in the ONNX model (NCHW)
+  // ONNX attributes (int, float, ints, floats, string), plus what detection needs from constant inputs:
+  // "weight_shape" (Conv, ConvTranspose, Gemm, MatMul with a constant weight), "kernel_shape" (Conv,
+  // from the weight when the attribute is absent), "min"/"max" (Clip), "constant" (the scalar operand of
+  // a binary op with one constant input).
+  Json attr = Json::object();
+};
+
+struct ModelIr {
+  std::string origin;          // file or model name, for messages
+  std::vector<IrNode> nodes;   // topological order
+};
+
+// Parses the file (Error if it is not an ONNX model) and converts it. The weights are never read into
+// memory: only the graph structure and shapes are needed.
+ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes = {});
+// ONNX shape inference with data propagation, `shapes` overriding graph-input dims. A graph input with a
+// symbolic dim and no override, an override naming no input, or a runtime tensor without a static shape
+// after inference → one-line Error.
+ModelIr onnx_to_ir(const onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes = {});
+
+// nn-Meter's IR json (reference §9.1): node name → {inbounds, outbounds, attr: {name, type, input_shape,
+// output_shape, attr}}, 4-D shapes in NHWC. Each node also carries "order", its topological index, so
+// that reading the file back gives the same graph order (and therefore the same kernels).
+Json ir_to_nnmeter_json(const ModelIr& ir);
+// Accepts what ir_to_nnmeter_json writes (4-D shapes back to NCHW); files without "order" are sorted
+// topologically. Malformed input → Error naming `origin`.
+ModelIr ir_from_nnmeter_json(const Json& ir_json, const std::string& origin);
+
+// ---------------------------------------------------------------------------------------------------------
+// Fusion rules and kernel detection
+
+// The rules of a predictor folder's fusion_rules.json: {"BF_conv_relu": {"obey": true}, "MON": {...}}.
+// Op names are the rule tester's operator names (conv, dwconv, bn, relu, relu6, hswish, add, ...);
+// obey null or missing = false. Other rules (RBC, CBC, ...) are ignored, as in nn-Meter.
+struct FusionRules {
+  // MON obeyed: a node with several consumers still fuses its first fusible consumer.
+  bool multiple_outbounds = false;
+  std::set<std::pair<std::string, std::string>> fusible;  // obeyed two-op rules
+  std::set<std::pair<std::string, std::string>> tested;   // every two-op rule, obeyed or not
+  std::vector<std::vector<std::string>> chains;           // obeyed rules of more than two ops
+
+  static FusionRules from_json(const Json& rules, const std::string& origin);
+  // Whether `consumer` fuses into a kernel rooted at an op of type `root`. relu6 (and swish) fall back to
+  // the relu (hswish) rule when the rules never tested them.
+  bool can_fuse(const std::string& root, const std::string& consumer) const;
+};
+
+// What a detected kernel is, for prediction.
+enum class KernelKind {
+  compute,      // a builder kernel (`kernel`) with its config
+  elementwise,  // an element-wise op without its own kernel; config {HW, CIN}, predicted by an element-wise predictor
+  layout,       // reshape/flatten/squeeze/unsqueeze/identity/dropout: 0 ms by construction
+  unsupported,  // no kernel covers it (`reason`)
+};
+const char* to_string(KernelKind kind);
+
+struct DetectedKernel {
+  std::string name;  // "conv-bn-relu#3"
+  std::string op;    // root-first type names joined by '-': "conv-bn-relu", "hswish", "add-relu"
+  KernelKind kind = KernelKind::compute;
+  // Builder kernel whose config keys `config` follows ("conv-bn-relu", "global-avgpool", ...); "" unless
+  // kind is compute.
+  std::string kernel;
+  KernelConfig config = Json::object();  // HW, CIN, COUT, KERNEL_SIZE, STRIDES, ...; GROUPS for grouped convs
+  int64_t groups = 1;   // a grouped conv is `groups` convs of CIN/groups → COUT/groups (config holds those)
+  bool binary = false;  // elementwise with two runtime operands (Mul, Sub, Div of two tensors)
+  std::string reason;   // unsupported: why
+  std::vector<std::string> nodes;  // IR node names, topological order
+};
+
+std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules);
+
+// ---------------------------------------------------------------------------------------------------------
+// Prediction
+
+struct KernelPrediction {
+  std::string name, op, predictor_kernel;  // predictor_kernel "" = not predicted (layout op, 0 ms)
+  std::string kernel;                      // builder kernel of the config ("" for layout ops)
+  KernelConfig config = Json::object();
+  std::vector<double> features;  // the row given to predictor_kernel
+  double latency_ms = 0;         // total for the kernel (all groups of a grouped conv)
+  int64_t groups = 1;
+  std::string note;              // how the kernel was covered when not by its own predictor
+  std::vector<std::string> nodes;
+};
+
+struct UncoveredOp {
+  std::string node, type, reason;
+};
+
+struct ModelPrediction {
+  std::string model;
+  double latency_ms = 0;  // sum of kernels[i].latency_ms
+  std::vector<KernelPrediction> kernels;
+  std::vector<UncoveredOp> uncovered;
+  size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share
+  Json to_json() const;
+};
+
+class LatencyPredictor {
+ public:
+  // A registered predictor; "" = the latest version. Unknown name/version → Error listing the registered ones.
+  static LatencyPredictor load(const Registry& registry, const std::string& name, const std::string& version = "");
+  // A predictor folder (predictor.json, <kernel>.json, fusion_rules.json). Registered kernel plugins are
+  // looked up in the default registry.
+  static LatencyPredictor from_folder(const fs::path& folder);
+  static LatencyPredictor from_folder(const fs::path& folder, const Registry& registry);
+
+  ModelPrediction predict_file(const fs::path& onnx_file, const InputShapes& shapes = {}) const;
+  ModelPrediction predict_model(const onnx::ModelProto& model, const std::string& origin,
+                                const InputShapes& shapes = {}) const;
+  ModelPrediction predict_ir(const ModelIr& ir) const;
+
+  const std::string& name() const;
+  const FusionRules& fusion_rules() const;
+  const LoadedPredictor& kernel_predictors() const;
+
+ private:
+  struct State;
+  explicit LatencyPredictor(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
+};
+
+// Parses "name:1x3x224x224" (the --input-shape flag). Malformed → Error showing the expected form.
+std::pair<std::string, Shape> parse_input_shape(const std::string& text);
+
+}  // namespace nnmeter

@@ -1,0 +1,169 @@
+// Kernel detection (reference §9.3 steps 4–6): units → BF chains → nn-Meter's pairwise fusion →
+// kernel records. Pairwise fusion follows nn-Meter: topological order, union-find, the pair check uses
+// the ROOT's type (conv→bn→relu needs BF_conv_bn and BF_conv_relu). MON false: a node with several
+// consumers fuses nothing; MON true: it fuses its first fusible consumer (in topological order) and the
+// kernel continues along that consumer only.
+#include <algorithm>
+#include <queue>
+
+#include "prediction/internal.h"
+
+namespace nnmeter {
+
+namespace {
+
+using prediction::DetNode;
+using prediction::Unit;
+
+// The graph of units: edges between units, a topological order, per unit its consumers in that order.
+struct UnitGraph {
+  std::vector<Unit> units;
+  std::vector<int> order;                // unit ids in topological order
+  std::vector<int> pos;                  // unit id → position in `order`
+  std::vector<std::vector<int>> consumers;  // sorted by position
+};
+
+UnitGraph build_unit_graph(const std::vector<DetNode>& g, std::vector<Unit> units) {
+  UnitGraph ug;
+  const size_t n = units.size();
+  std::vector<int> unit_of(g.size(), -1);
+  for (size_t u = 0; u < n; ++u)
+    for (int node : units[u].nodes) unit_of[static_cast<size_t>(node)] = static_cast<int>(u);
+  ug.consumers.assign(n, {});
+  std::vector<int> pending(n, 0);
+  for (size_t u = 0; u < n; ++u)
+    for (int node : units[u].nodes)
+      for (int c : g[static_cast<size_t>(node)].out) {
+        const int cu = unit_of[static_cast<size_t>(c)];
+        if (cu < 0 || cu == static_cast<int>(u)) continue;
+        auto& cs = ug.consumers[u];
+        if (std::find(cs.begin(), cs.end(), cu) == cs.end()) {
+          cs.push_back(cu);
+          ++pending[static_cast<size_t>(cu)];
+        }
+      }
+  // Kahn's algorithm, ties to the unit whose first node comes first (units are sorted that way).
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (size_t u = 0; u < n; ++u)
+    if (pending[u] == 0) ready.push(static_cast<int>(u));
+  while (!ready.empty()) {
+    const int u = ready.top();
+    ready.pop();
+    ug.order.push_back(u);
+    for (int c : ug.consumers[static_cast<size_t>(u)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
+  }
+  if (ug.order.size() != n) throw Error("kernel detection: the detected blocks form a cycle (please report this model)");
+  ug.pos.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) ug.pos[static_cast<size_t>(ug.order[i])] = static_cast<int>(i);
+  for (auto& cs : ug.consumers)
+    std::sort(cs.begin(), cs.end(), [&](int a, int b) { return ug.pos[static_cast<size_t>(a)] < ug.pos[static_cast<size_t>(b)]; });
+  ug.units = std::move(units);
+  return ug;
+}
+
+// Rule types of units: the rule tester's operator names. A fused kernel is checked by its root's type.
+class Fuser {
+ public:
+  Fuser(const UnitGraph& ug, const FusionRules& rules)
+      : ug_(ug), rules_(rules), root_(ug.units.size()), outs_(ug.consumers) {
+    for (size_t u = 0; u < root_.size(); ++u) root_[u] = static_cast<int>(u);
+  }
+
+  std::vector<int> run() {
+    for (const auto& chain : rules_.chains)
+      for (int u : ug_.order) fuse_chain(u, chain);
+    for (int u : ug_.order) fuse_pairs(u);
+    return root_;
+  }
+
+ private:
+  const std::string& type(int u) const { return ug_.units[static_cast<size_t>(u)].type; }
+  bool is_root(int u) const { return root_[static_cast<size_t>(u)] == u; }
+  bool alone(int u) const { return is_root(u) && outs_[static_cast<size_t>(u)] == ug_.consumers[static_cast<size_t>(u)]; }
+  bool may_branch(int u) const { return rules_.multiple_outbounds || outs_[static_cast<size_t>(u)].size() <= 1; }
+
+  void absorb(int root, int u) {
+    root_[static_cast<size_t>(u)] = root;
+    outs_[static_cast<size_t>(root)] = outs_[static_cast<size_t>(u)];
+  }
+
+  // A BF rule of more than two ops: a path of single-consumer units (any consumer under MON) with exactly
+  // these types becomes one kernel before pairwise fusion.
+  void fuse_chain(int start, const std::vector<std::string>& chain) {
+    if (!alone(start) || type(start) != chain.front()) return;
+    std::vector<int> path = {start};
+    for (size_t i = 1; i < chain.size(); ++i) {
+      const int last = path.back();
+      if (!may_branch(last)) return;
+      int next = -1;
+      for (int c : outs_[static_cast<size_t>(last)])
+        if (alone(c) && type(c) == chain[i]) {
+          next = c;
+          break;
+        }
+      if (next < 0) return;
+      path.push_back(next);
+    }
+    for (size_t i = 1; i < path.size(); ++i) absorb(start, path[i]);
+  }
+
+  void fuse_pairs(int u) {
+    if (!is_root(u)) return;
+    for (;;) {
+      const auto& outs = outs_[static_cast<size_t>(u)];
+      if (outs.empty() || !may_branch(u)) return;
+      int next = -1;
+      for (int c : outs)
+        if (is_root(c) && c != u && rules_.can_fuse(type(u), type(c))) {
+          next = c;
+          break;
+        }
+      if (next < 0) return;
+      absorb(u, next);
+    }
+  }
+
+  const UnitGraph& ug_;
+  const FusionRules& rules_;
+  std::vector<int> root_;
+  std::vector<std::vector<int>> outs_;
+};
+
+// A fused unit takes the root's id; absorbed units point at it directly (absorb always names a root).
+int find_root(const std::vector<int>& root, int u) {
+  while (root[static_cast<size_t>(u)] != u) u = root[static_cast<size_t>(u)];
+  return u;
+}
+
+}  // namespace
+
+std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules) {
+  const std::vector<DetNode> g = prediction::build_detection_graph(ir);
+  const UnitGraph ug = build_unit_graph(g, prediction::form_units(g));
+  const std::vector<int> root = Fuser(ug, rules).run();
+
+  // Members of each root in topological order.
+  std::vector<std::vector<const Unit*>> members(ug.units.size());
+  for (int u : ug.order) members[static_cast<size_t>(find_root(root, u))].push_back(&ug.units[static_cast<size_t>(u)]);
+
+  std::vector<DetectedKernel> kernels;
+  for (int u : ug.order) {
+    const auto& m = members[static_cast<size_t>(u)];
+    if (m.empty()) continue;
+    DetectedKernel k;
+    std::vector<int> nodes;
+    for (const auto* unit : m) {
+      k.op += (k.op.empty() ? "" : "-") + unit->type;
+      nodes.insert(nodes.end(), unit->nodes.begin(), unit->nodes.end());
+    }
+    std::sort(nodes.begin(), nodes.end());
+    for (int node : nodes) k.nodes.push_back(ir.nodes[static_cast<size_t>(node)].name);
+    k.name = k.op + "#" + std::to_string(kernels.size());
+    prediction::describe_kernel(g, m, k);
+    kernels.push_back(std::move(k));
+  }
+  return kernels;
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,195 @@
+// A detected kernel → the builder kernel it is an instance of, with that kernel's config keys (the ones
+// src/kernels/ builds models from and the feature parsers read): conv family HW, CIN, COUT, KERNEL_SIZE,
+// STRIDES; pooling HW, CIN, KERNEL_SIZE, POOL_STRIDES; fc CIN, COUT; concat HW, CIN1..CIN4; everything
+// else HW, CIN. The config is read from the kernel's first compute node (nn-Meter's first-node rule);
+// leading layout ops of a fused kernel cost nothing and carry no config.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "prediction/internal.h"
+
+namespace nnmeter::prediction {
+
+namespace {
+
+const std::set<std::string>& builtin_kernel_names() {
+  static const std::set<std::string> names = [] {
+    std::set<std::string> s;
+    for (const auto& k : builtin_kernels()) s.insert(k.name);
+    return s;
+  }();
+  return names;
+}
+
+// Ops whose cost is a pass over their output, like the relu kernel's.
+const std::set<std::string>& elementwise_types() {
+  static const std::set<std::string> types = {
+      "mul",  "sub",  "div",  "sigmoid", "hardsigmoid", "clip", "leakyrelu", "prelu", "elu",     "selu",
+      "celu", "tanh", "softplus", "softsign", "exp", "log", "sqrt", "pow", "neg", "abs", "erf", "reciprocal",
+      "max",  "min",  "sum",  "mean", "cast", "softmax", "logsoftmax", "thresholdedrelu", "gelu", "mish"};
+  return types;
+}
+
+int64_t attr_int(const Json& attr, const char* key, int64_t fallback) {
+  auto it = attr.find(key);
+  return it != attr.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+// A square stand-in for a (possibly non-square) window attribute: k for k×k, round(sqrt(kh·kw)) otherwise,
+// which keeps the window area and so the FLOPs.
+int64_t square_of(const Json& attr, const char* key, int64_t fallback) {
+  auto it = attr.find(key);
+  if (it == attr.end() || !it->is_array() || it->empty()) return fallback;
+  double area = 1;
+  for (const auto& v : *it) area *= v.get<double>();
+  return std::max<int64_t>(1, std::llround(std::pow(area, 1.0 / static_cast<double>(it->size()))));
+}
+
+std::string join_types(const std::vector<const Unit*>& units) {
+  std::string s;
+  for (const auto* u : units) s += (s.empty() ? "" : "-") + u->type;
+  return s;
+}
+
+void unsupported(DetectedKernel& k, std::string reason) {
+  k.kind = KernelKind::unsupported;
+  k.kernel.clear();
+  k.config = Json::object();
+  k.reason = std::move(reason);
+}
+
+void hw_cin(KernelConfig& c, const Shape& s) {
+  c["HW"] = spatial_size(s);
+  c["CIN"] = channels(s);
+}
+
+void conv_config(const IrNode& n, const std::string& type, const std::string& key, DetectedKernel& k) {
+  const Shape& in = n.input_shapes[0];
+  const Shape& out = n.output_shapes[0];
+  if (in.size() != 4 || out.size() != 4) return unsupported(k, "only 2-D convolutions have a kernel, got input " + fmt::format("{}", fmt::join(in, "x")));
+  const int64_t group = std::max<int64_t>(1, attr_int(n.attr, "group", 1));
+  const std::string family = type == "dwconv" ? "dwconv-bn-relu" : "conv-bn-relu";
+  k.kernel = key == type ? type + "-block" : builtin_kernel_names().count(key) ? key : family;
+  KernelConfig& c = k.config;
+  c["HW"] = spatial_size(in);
+  c["KERNEL_SIZE"] = square_of(n.attr, "kernel_shape", 1);
+  c["STRIDES"] = square_of(n.attr, "strides", 1);
+  if (type == "dwconv") {
+    c["CIN"] = in[1];
+    c["COUT"] = in[1];
+    return;
+  }
+  // A grouped conv is `group` independent convs of CIN/group → COUT/group (nn-Meter predicted it as one
+  // dense conv, e.g. ResNeXt = ResNet).
+  c["CIN"] = in[1] / group;
+  c["COUT"] = out[1] / group;
+  if (group > 1) {
+    c["GROUPS"] = group;
+    k.groups = group;
+  }
+}
+
+void concat_config(const IrNode& n, DetectedKernel& k) {
+  const auto& ins = n.input_shapes;
+  if (ins.size() < 2) {
+    k.kind = KernelKind::layout;  // a concat of one tensor is a copy the runtime elides
+    return;
+  }
+  k.kernel = "concat";
+  k.config["HW"] = spatial_size(n.output_shapes[0]);
+  // The builder's concat has at most four inputs; with more (DenseNet), the leading ones become one input
+  // so that the bytes moved stay the same.
+  const size_t lead = ins.size() > 4 ? ins.size() - 3 : 1;
+  int64_t first = 0;
+  for (size_t i = 0; i < lead; ++i) first += channels(ins[i]);
+  k.config["CIN1"] = first;
+  for (size_t i = lead, key = 2; i < ins.size(); ++i, ++key) k.config["CIN" + std::to_string(key)] = channels(ins[i]);
+}
+
+// Element-wise kernels with a builder kernel of their own.
+std::string elementwise_kernel(const std::string& type, const std::string& key) {
+  if (type == "bn") return key.rfind("bn-relu", 0) == 0 ? "bnrelu" : "bn";
+  if (type == "relu" || type == "relu6") return "relu";
+  if (type == "add") return key.rfind("add-relu", 0) == 0 ? "addrelu" : "add";
+  return type;  // hswish, swish
+}
+
+// `type` is the unit's type (hswish, se, ...); `d` its anchor node, whose shapes give the config.
+void describe_compute(const std::string& type, const DetNode& d, const std::string& key, DetectedKernel& k) {
+  const IrNode& n = *d.ir;
+  if (n.output_shapes.empty() || (n.input_shapes.empty() && type != "placeholder"))
+    return unsupported(k, "node has no input or output shape");
+  const Shape& in = n.input_shapes[0];
+  const Shape& out = n.output_shapes[0];
+  if (type == "conv" || type == "dwconv") return conv_config(n, type, key, k);
+  if (type == "fc") {
+    k.kernel = "fc";
+    k.config = {{"CIN", in.back()}, {"COUT", out.back()}};
+  } else if (type == "maxpool" || type == "avgpool") {
+    k.kernel = type;
+    hw_cin(k.config, in);
+    k.config["KERNEL_SIZE"] = square_of(n.attr, "kernel_shape", 1);
+    k.config["POOL_STRIDES"] = square_of(n.attr, "strides", 1);
+  } else if (type == "globalavgpool") {
+    k.kernel = "global-avgpool";
+    hw_cin(k.config, in);  // the real input size (nn-Meter always used 1)
+  } else if (type == "concat") {
+    concat_config(n, k);
+  } else if (type == "split" || type == "channelshuffle" || type == "se") {
+    k.kernel = type;
+    hw_cin(k.config, in);
+  } else if (type == "bn" || type == "relu" || type == "relu6" || type == "hswish" || type == "swish" ||
+             (type == "add" && d.in.size() >= 2)) {
+    k.kernel = elementwise_kernel(type, key);
+    hw_cin(k.config, type == "add" ? out : in);
+  } else if (type == "add" || elementwise_types().count(type)) {
+    // An element-wise op without a kernel of its own (a bias add, Mul, Sigmoid, ...): one pass over its
+    // output, predicted by an element-wise predictor.
+    k.kind = KernelKind::elementwise;
+    k.binary = d.in.size() >= 2;
+    hw_cin(k.config, out);
+  } else {
+    unsupported(k, "no kernel covers " + n.type + " ops");
+  }
+}
+
+}  // namespace
+
+bool is_layout_type(const std::string& type) {
+  return type == "reshape" || type == "flatten" || type == "identity" || type == "dropout";
+}
+
+void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const Unit*>& units, DetectedKernel& k) {
+  std::vector<const Unit*> compute;
+  for (const auto* u : units)
+    if (!is_layout_type(u->type)) compute.push_back(u);
+  k.kind = KernelKind::compute;
+  if (compute.empty()) {
+    k.kind = KernelKind::layout;
+    return;
+  }
+  describe_compute(compute.front()->type, graph[static_cast<size_t>(compute.front()->anchor)], join_types(compute), k);
+  if (k.kind == KernelKind::unsupported || k.kind == KernelKind::layout) return;
+  for (const auto& [key, value] : k.config.items())
+    if (value.get<int64_t>() < 1) return unsupported(k, fmt::format("empty tensor ({} = {})", key, value.get<int64_t>()));
+}
+
+}  // namespace nnmeter::prediction
+
+namespace nnmeter {
+
+const char* to_string(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::compute: return "compute";
+    case KernelKind::elementwise: return "elementwise";
+    case KernelKind::layout: return "layout";
+    case KernelKind::unsupported: return "unsupported";
+  }
+  return "?";
+}
+
+}  // namespace nnmeter

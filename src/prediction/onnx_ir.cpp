@@ -1,0 +1,438 @@
+// ONNX → ModelIr with static shapes. ONNX's own shape inference (with data propagation, so that
+// Shape → Gather → Concat → Reshape targets resolve) gives every tensor its shape; nodes whose outputs
+// depend only on initializers, Constant nodes and static shapes are load-time constants and do not become
+// IR nodes — they are what a runtime folds away before inference.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <algorithm>
+#include <string_view>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "prediction/internal.h"
+
+namespace nnmeter {
+
+namespace {
+
+using prediction::tensor_values;
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+std::string dims_text(const onnx::TensorShapeProto& shape) {
+  std::vector<std::string> dims;
+  for (const auto& d : shape.dim()) dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
+  return "[" + fmt::format("{}", fmt::join(dims, ",")) + "]";
+}
+
+std::optional<Shape> static_shape(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  Shape s;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    s.push_back(d.dim_value());
+  }
+  return s;
+}
+
+void set_dims(onnx::ValueInfoProto& vi, const Shape& shape) {
+  auto* tt = vi.mutable_type()->mutable_tensor_type();
+  auto* s = tt->mutable_shape();
+  s->clear_dim();
+  for (int64_t d : shape) s->add_dim()->set_dim_value(d);
+}
+
+// Applies --input-shape overrides and checks that every runtime input ends up static.
+void fix_input_shapes(onnx::GraphProto& g, const std::unordered_set<std::string_view>& initializers, const InputShapes& shapes,
+                      const std::string& origin) {
+  std::vector<std::string> runtime;
+  for (const auto& vi : g.input())
+    if (!initializers.count(vi.name())) runtime.push_back(vi.name());
+  for (const auto& [name, shape] : shapes) {
+    if (std::find(runtime.begin(), runtime.end(), name) == runtime.end())
+      throw Error(fmt::format("--input-shape names '{}', which is not an input of {} (inputs: {})", name, origin,
+                              fmt::join(runtime, ", ")));
+    if (shape.empty() || std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; }))
+      throw Error(fmt::format("--input-shape for '{}' must be positive dims like 1x3x224x224", name));
+  }
+  for (auto& vi : *g.mutable_input()) {
+    if (initializers.count(vi.name())) continue;
+    auto it = shapes.find(vi.name());
+    if (it != shapes.end()) {
+      set_dims(vi, it->second);
+      continue;
+    }
+    if (!static_shape(vi.type())) {
+      const std::string have = vi.type().tensor_type().has_shape() ? dims_text(vi.type().tensor_type().shape()) : "unknown";
+      throw Error(fmt::format("input '{}' of {} has a dynamic shape {}; pass --input-shape {}:1x3x224x224 (its real dims)",
+                              vi.name(), origin, have, vi.name()));
+    }
+  }
+}
+
+// ONNX 1.12's Reshape-5/13 inference reads its target only from initializers, while Reshape-14's also
+// takes data-propagated targets (Shape → Gather → Concat). The two versions differ only by the
+// `allowzero` attribute (default 0 = the old behaviour), so opset-13 Reshapes are inferred with 14's schema.
+class ShapeRegistry : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version, const std::string& domain) const override {
+    if (key == "Reshape" && (domain.empty() || domain == "ai.onnx") && max_version >= 5 && max_version < 14)
+      return onnx::OpSchemaRegistry::Schema(key, 14, domain);
+    return onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+  }
+};
+
+bool fully_known(const onnx::TensorShapeProto& values) {
+  return std::all_of(values.dim().begin(), values.dim().end(), [](const auto& d) { return d.has_dim_value(); });
+}
+
+// Other ops that read shapes from tensors (Expand, Tile, ConstantOfShape, Resize, ...) may ignore
+// propagated values as Reshape-13 does: the values data propagation found become initializers of the
+// consuming nodes, and inference runs again. Returns whether anything was added.
+bool materialize_propagated(onnx::GraphProto& g, const std::unordered_map<std::string, onnx::TensorShapeProto>& data) {
+  std::unordered_set<std::string> initializers;
+  for (const auto& t : g.initializer()) initializers.insert(t.name());
+  bool added = false;
+  for (auto& node : *g.mutable_node())
+    for (auto& in : *node.mutable_input()) {
+      auto it = data.find(in);
+      if (in.empty() || initializers.count(in) || it == data.end() || !fully_known(it->second)) continue;
+      const std::string folded = in + "__nnmeter_folded";
+      if (initializers.insert(folded).second) {
+        auto* t = g.add_initializer();
+        t->set_name(folded);
+        t->set_data_type(onnx::TensorProto::INT64);
+        t->add_dims(it->second.dim_size());
+        for (const auto& d : it->second.dim()) t->add_int64_data(d.dim_value());
+      }
+      in = folded;
+      added = true;
+    }
+  return added;
+}
+
+bool all_outputs_static(const onnx::GraphProto& g) {
+  std::unordered_set<std::string_view> shaped;
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list)
+      if (static_shape(vi.type())) shaped.insert(vi.name());
+  for (const auto& t : g.initializer()) shaped.insert(t.name());
+  for (const auto& node : g.node())
+    for (int i = 0; i < std::min(node.output_size(), 1); ++i)
+      if (!node.output(i).empty() && !shaped.count(node.output(i))) return false;
+  return true;
+}
+
+void infer_shapes(onnx::ModelProto& model, const std::string& origin) {
+  // Shapes in the file (value_info, outputs) may be symbolic or stale after an input override; inference
+  // recomputes them all from the now static inputs.
+  auto& g = *model.mutable_graph();
+  g.clear_value_info();
+  for (auto& o : *g.mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
+  static const ShapeRegistry registry;
+  const onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/1, /*enable_data_propagation=*/true};
+  try {
+    for (int pass = 0; pass < 64; ++pass) {
+      std::unordered_map<std::string, onnx::TensorShapeProto> data;
+      onnx::shape_inference::InferShapes(model, &registry, options, &data);
+      if (all_outputs_static(g) || !materialize_propagated(g, data)) return;
+      g.clear_value_info();
+    }
+  } catch (const std::exception& e) {
+    throw Error(fmt::format("shape inference failed for {}: {}", origin, first_line(e.what())));
+  }
+}
+
+// Topological order of the graph's nodes (ONNX requires it, some tools break it). Cycles → Error.
+std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin) {
+  const int n = g.node_size();
+  std::unordered_map<std::string_view, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto& o : g.node(i).output())
+      if (!o.empty()) producer[o] = i;
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  bool sorted = true;
+  for (int i = 0; i < n; ++i)
+    for (const auto& in : g.node(i).input()) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end()) continue;
+      consumers[static_cast<size_t>(it->second)].push_back(i);
+      ++pending[static_cast<size_t>(i)];
+      if (it->second >= i) sorted = false;
+    }
+  std::vector<int> order;
+  order.reserve(static_cast<size_t>(n));
+  if (sorted) {
+    for (int i = 0; i < n; ++i) order.push_back(i);
+    return order;
+  }
+  std::vector<int> ready;
+  for (int i = n - 1; i >= 0; --i)
+    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    const int i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int c : consumers[static_cast<size_t>(i)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+  }
+  if (order.size() != static_cast<size_t>(n)) throw Error(origin + " is not a valid ONNX graph: its nodes form a cycle");
+  return order;
+}
+
+Json attribute_json(const onnx::AttributeProto& a) {
+  switch (a.type()) {
+    case onnx::AttributeProto::INT: return a.i();
+    case onnx::AttributeProto::FLOAT: return a.f();
+    case onnx::AttributeProto::STRING: return a.s();
+    case onnx::AttributeProto::INTS: return std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    case onnx::AttributeProto::FLOATS: return std::vector<float>(a.floats().begin(), a.floats().end());
+    default: return nullptr;
+  }
+}
+
+class Converter {
+ public:
+  Converter(const onnx::ModelProto& model, std::string origin) : g_(model.graph()), origin_(std::move(origin)) {}
+
+  ModelIr run() {
+    ModelIr ir;
+    ir.origin = origin_;
+    collect_types();
+    collect_constants();
+    collect_consumed();
+    add_placeholders(ir);
+    for (int i : topological_nodes(g_, origin_)) add_node(ir, g_.node(i));
+    link_outbounds(ir);
+    return ir;
+  }
+
+ private:
+  void collect_types() {
+    for (const auto* list : {&g_.input(), &g_.value_info(), &g_.output()})
+      for (const auto& vi : *list) types_[vi.name()] = &vi.type();
+  }
+
+  void collect_consumed() {
+    for (const auto& node : g_.node())
+      for (const auto& in : node.input()) consumed_.insert(in);
+    for (const auto& o : g_.output()) consumed_.insert(o.name());
+  }
+
+  void collect_constants() {
+    for (const auto& t : g_.initializer()) {
+      const_tensors_[t.name()] = &t;
+      constants_.insert(t.name());
+    }
+  }
+
+  std::string unique_name(std::string base) {
+    if (base.empty()) base = "node";
+    std::string name = base;
+    for (int k = 1; !names_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+    return name;
+  }
+
+  Shape shape_of(const std::string& tensor, const std::string& node, const std::string& op) const {
+    auto it = types_.find(tensor);
+    std::optional<Shape> s = it == types_.end() ? std::nullopt : static_shape(*it->second);
+    if (!s)
+      throw Error(fmt::format("cannot determine a static shape for tensor '{}' of node '{}' ({}) in {}; give every "
+                              "dynamic input with --input-shape name:1x3x224x224, or simplify the model",
+                              tensor, node, op, origin_));
+    return *s;
+  }
+
+  void add_placeholders(ModelIr& ir) {
+    for (const auto& vi : g_.input()) {
+      if (constants_.count(vi.name())) continue;
+      IrNode n;
+      n.name = unique_name(vi.name());
+      n.type = "Placeholder";
+      n.output_shapes.push_back(shape_of(vi.name(), vi.name(), "graph input"));
+      producer_[vi.name()] = ir.nodes.size();
+      ir.nodes.push_back(std::move(n));
+    }
+  }
+
+  // Load-time constant: no runtime input, or only Shape/Size of a (statically shaped) tensor.
+  bool is_constant_node(const onnx::NodeProto& node) const {
+    if (node.op_type() == "Shape" || node.op_type() == "Size") return true;
+    static const std::unordered_set<std::string> random = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                           "RandomUniformLike", "Multinomial", "Bernoulli"};
+    if (random.count(node.op_type())) return false;
+    return std::all_of(node.input().begin(), node.input().end(),
+                       [&](const std::string& in) { return in.empty() || constants_.count(in); });
+  }
+
+  void record_constant_node(const onnx::NodeProto& node) {
+    for (const auto& o : node.output()) constants_.insert(o);
+    if (node.op_type() != "Constant" || node.output_size() != 1) return;
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "value" && a.has_t()) const_tensors_[node.output(0)] = &a.t();
+      if (a.name() == "value_float") scalar_values_[node.output(0)] = {a.f()};
+      if (a.name() == "value_int") scalar_values_[node.output(0)] = {static_cast<double>(a.i())};
+      if (a.name() == "value_floats") scalar_values_[node.output(0)] = {a.floats().begin(), a.floats().end()};
+      if (a.name() == "value_ints")
+        for (int64_t v : a.ints()) scalar_values_[node.output(0)].push_back(static_cast<double>(v));
+    }
+  }
+
+  std::optional<std::vector<double>> constant_values(const std::string& tensor) const {
+    if (auto it = scalar_values_.find(tensor); it != scalar_values_.end()) return it->second;
+    if (auto it = const_tensors_.find(tensor); it != const_tensors_.end()) return tensor_values(*it->second);
+    return std::nullopt;
+  }
+
+  std::optional<Shape> constant_shape(const std::string& tensor) const {
+    if (auto it = const_tensors_.find(tensor); it != const_tensors_.end())
+      return Shape(it->second->dims().begin(), it->second->dims().end());
+    if (auto it = types_.find(tensor); it != types_.end()) return static_shape(*it->second);
+    return std::nullopt;
+  }
+
+  // A single value, or a tensor of one repeated value (a broadcast scalar).
+  std::optional<double> constant_scalar(const std::string& tensor) const {
+    auto v = constant_values(tensor);
+    if (!v || v->empty()) return std::nullopt;
+    for (double x : *v)
+      if (x != v->front()) return std::nullopt;
+    return v->front();
+  }
+
+  void add_constant_attrs(const onnx::NodeProto& node, Json& attr) const {
+    const std::string& op = node.op_type();
+    auto input = [&](int i) -> std::string { return i < node.input_size() ? node.input(i) : std::string(); };
+    if (op == "Conv" || op == "ConvTranspose" || op == "Gemm" || op == "MatMul") {
+      if (constants_.count(input(1)))
+        if (auto w = constant_shape(input(1))) {
+          attr["weight_shape"] = *w;
+          if ((op == "Conv" || op == "ConvTranspose") && !attr.contains("kernel_shape") && w->size() > 2)
+            attr["kernel_shape"] = Shape(w->begin() + 2, w->end());
+        }
+    } else if (op == "Clip") {
+      if (auto lo = input(1).empty() ? std::nullopt : constant_scalar(input(1))) attr["min"] = *lo;
+      if (auto hi = input(2).empty() ? std::nullopt : constant_scalar(input(2))) attr["max"] = *hi;
+    } else if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow") {
+      for (int i = 0; i < 2; ++i)
+        if (constants_.count(input(i)) && !constants_.count(input(1 - i)))
+          if (auto v = constant_scalar(input(i))) {
+            attr["constant"] = *v;
+            attr["constant_position"] = i;
+          }
+    } else if (op == "ReduceMean" && !attr.contains("axes") && constants_.count(input(1))) {
+      if (auto v = constant_values(input(1))) {
+        Shape axes;
+        for (double x : *v) axes.push_back(static_cast<int64_t>(x));
+        attr["axes"] = axes;
+      }
+    }
+  }
+
+  void add_node(ModelIr& ir, const onnx::NodeProto& node) {
+    if (is_constant_node(node)) {
+      record_constant_node(node);
+      return;
+    }
+    IrNode n;
+    n.type = node.op_type();
+    n.name = unique_name(node.name().empty() ? node.op_type() : node.name());
+    for (const auto& in : node.input()) {
+      if (in.empty() || constants_.count(in)) continue;
+      auto it = producer_.find(in);
+      if (it == producer_.end())
+        throw Error(fmt::format("node '{}' ({}) of {} reads '{}', which no node, input or initializer produces",
+                                n.name, n.type, origin_, in));
+      n.inbounds.push_back(ir.nodes[it->second].name);
+      n.input_shapes.push_back(shape_of(in, n.name, n.type));
+    }
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& out = node.output(i);
+      if (out.empty()) continue;
+      // Optional outputs nobody reads (BatchNormalization's training statistics, Dropout's mask) may
+      // legitimately stay unshaped.
+      if (i > 0 && !consumed_.count(out)) continue;
+      n.output_shapes.push_back(shape_of(out, n.name, n.type));
+      producer_[out] = ir.nodes.size();
+    }
+    for (const auto& a : node.attribute()) {
+      Json v = attribute_json(a);
+      if (!v.is_null()) n.attr[a.name()] = std::move(v);
+    }
+    add_constant_attrs(node, n.attr);
+    ir.nodes.push_back(std::move(n));
+  }
+
+  static void link_outbounds(ModelIr& ir) {
+    std::unordered_map<std::string_view, size_t> index;
+    for (size_t i = 0; i < ir.nodes.size(); ++i) index[ir.nodes[i].name] = i;
+    for (const auto& n : ir.nodes)
+      for (const auto& in : n.inbounds) {
+        auto& outs = ir.nodes[index.at(in)].outbounds;
+        if (std::find(outs.begin(), outs.end(), n.name) == outs.end()) outs.push_back(n.name);
+      }
+  }
+
+  const onnx::GraphProto& g_;
+  std::string origin_;
+  // Keys view strings of the model, which outlives the converter.
+  std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
+  std::unordered_map<std::string_view, const onnx::TensorProto*> const_tensors_;
+  std::unordered_map<std::string_view, std::vector<double>> scalar_values_;
+  std::unordered_set<std::string_view> constants_, consumed_;
+  std::unordered_map<std::string_view, size_t> producer_;
+  std::unordered_set<std::string> names_;
+};
+
+ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes) {
+  std::unordered_set<std::string_view> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
+  infer_shapes(model, origin);
+  return Converter(model, origin).run();
+}
+
+}  // namespace
+
+// The working copy lives on an arena: a model is thousands of small protobuf objects, and freeing them one
+// by one cost more than shape inference.
+ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes) {
+  google::protobuf::Arena arena;
+  auto* model = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  prediction::read_onnx_structure(onnx_file, *model);
+  return convert_owned(*model, onnx_file.string(), shapes);
+}
+
+ModelIr onnx_to_ir(const onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes) {
+  google::protobuf::Arena arena;
+  auto* copy = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  prediction::structure_copy(model, *copy);
+  return convert_owned(*copy, origin, shapes);
+}
+
+std::pair<std::string, Shape> parse_input_shape(const std::string& text) {
+  const auto bad = [&] {
+    return Error("bad --input-shape '" + text + "': expected NAME:DIMS like input:1x3x224x224");
+  };
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size()) throw bad();
+  Shape dims;
+  size_t pos = colon + 1;
+  while (pos <= text.size()) {
+    size_t end = text.find_first_of("x,", pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string part = text.substr(pos, end - pos);
+    if (part.empty() || part.size() > 9 || part.find_first_not_of("0123456789") != std::string::npos) throw bad();
+    const int64_t d = std::stoll(part);
+    if (d <= 0) throw bad();
+    dims.push_back(d);
+    pos = end + 1;
+  }
+  return {text.substr(0, colon), dims};
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,232 @@
+// LatencyPredictor: a predictor folder (kernel regressors + fusion rules) and the feature parsers of its
+// kernels, loaded once; predict_* = IR → kernels → one batched regressor call per predictor kernel → sum.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/io.h"
+#include "nnmeter/registry.h"
+#include "prediction/internal.h"
+
+namespace nnmeter {
+
+struct LatencyPredictor::State {
+  std::string name;
+  LoadedPredictor predictor;
+  FusionRules rules;
+  std::map<std::string, std::unique_ptr<FeatureParser>> parsers;  // per kernel of the folder
+};
+
+namespace {
+
+// Versions compare numerically part by part ("1.10" > "1.9"), text parts as text.
+bool version_less(const std::string& a, const std::string& b) {
+  auto parts = [](const std::string& v) {
+    std::vector<std::string> out;
+    size_t start = 0;
+    for (size_t dot; (dot = v.find('.', start)) != std::string::npos; start = dot + 1) out.push_back(v.substr(start, dot - start));
+    out.push_back(v.substr(start));
+    return out;
+  };
+  const auto pa = parts(a), pb = parts(b);
+  for (size_t i = 0; i < std::min(pa.size(), pb.size()); ++i) {
+    const bool na = !pa[i].empty() && pa[i].find_first_not_of("0123456789") == std::string::npos;
+    const bool nb = !pb[i].empty() && pb[i].find_first_not_of("0123456789") == std::string::npos;
+    if (na && nb && pa[i].size() != pb[i].size()) return pa[i].size() < pb[i].size();
+    if (pa[i] != pb[i]) return pa[i] < pb[i];
+  }
+  return pa.size() < pb.size();
+}
+
+std::string available(const std::vector<PredictorEntry>& entries) {
+  if (entries.empty()) return "none registered; build one with nn-meter build and register its meta.yaml";
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.push_back(e.name + " (version " + e.version + ")");
+  return fmt::format("available: {}", fmt::join(names, ", "));
+}
+
+FusionRules load_rules(const fs::path& folder, const std::string& name) {
+  const fs::path file = folder / kFusionRulesFile;
+  if (!fs::exists(file))
+    throw Error(fmt::format("predictor {} has no fusion rules ({} is missing); rebuild with nn-meter build or run "
+                            "nn-meter ruletest",
+                            name, file.string()));
+  return FusionRules::from_json(io::load_json_file(file), file.string());
+}
+
+std::unique_ptr<FeatureParser> parser_for(const std::string& kernel, const Registry* registry) {
+  for (auto& info : builtin_kernels())
+    if (info.name == kernel) return info.create(Json::object()).parser;
+  const Registry fallback;
+  return find_kernel(registry ? *registry : fallback, kernel).create(Json::object()).parser;
+}
+
+// Predictor kernels that stand in for `kernel` when the folder lacks it, best first: nn-Meter's conv and
+// dwconv families (reference §9.5), and element-wise kernels with the same features.
+std::vector<std::string> candidates(const std::string& kernel) {
+  if (kernel.rfind("dwconv-", 0) == 0)
+    return {kernel, "dwconv-bn-relu", "dwconv-bn-relu6", "dwconv-relu", "dwconv-bn", "dwconv-relu6", "dwconv-block",
+            "dwconv-bn-hswish"};
+  if (kernel.rfind("conv-", 0) == 0)
+    return {kernel, "conv-bn-relu", "conv-bn-relu6", "conv-relu", "conv-bn", "conv-relu6", "conv-block", "conv-hswish",
+            "conv-bn-hswish"};
+  if (kernel == "bnrelu") return {kernel, "bn"};
+  if (kernel == "bn") return {kernel, "bnrelu"};
+  if (kernel == "addrelu") return {kernel, "add"};
+  if (kernel == "add") return {kernel, "addrelu"};
+  if (kernel == "hswish") return {kernel, "swish"};
+  if (kernel == "swish") return {kernel, "hswish"};
+  return {kernel};
+}
+
+// Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
+std::vector<std::string> elementwise_candidates(bool binary) {
+  if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
+  return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
+}
+
+struct Plan {
+  size_t kernel;  // index in ModelPrediction::kernels
+  std::vector<double> row;
+};
+
+}  // namespace
+
+LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder) { return from_folder(folder, Registry()); }
+
+LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Registry& registry) {
+  auto state = std::make_shared<State>();
+  state->predictor = load_predictor_folder(folder);
+  state->name = state->predictor.meta().info.name.empty() ? folder.filename().string() : state->predictor.meta().info.name;
+  state->rules = load_rules(folder, state->name);
+  for (const auto& kernel : state->predictor.kernels()) {
+    try {
+      state->parsers[kernel] = parser_for(kernel, &registry);
+    } catch (const Error& e) {
+      spdlog::warn("predictor {}: kernel '{}' is skipped, its feature parser is unavailable: {}", state->name, kernel, e.what());
+    }
+  }
+  return LatencyPredictor(std::move(state));
+}
+
+LatencyPredictor LatencyPredictor::load(const Registry& registry, const std::string& name, const std::string& version) {
+  const auto entries = registry.list_predictors();
+  const PredictorEntry* best = nullptr;
+  for (const auto& e : entries) {
+    if (e.name != name || (!version.empty() && e.version != version)) continue;
+    if (!best || version_less(best->version, e.version)) best = &e;
+  }
+  if (!best) {
+    const std::string what = version.empty() ? "'" + name + "'" : "'" + name + "' version " + version;
+    throw Error(fmt::format("no registered predictor {} ({})", what, available(entries)));
+  }
+  return from_folder(best->package_location, registry);
+}
+
+const std::string& LatencyPredictor::name() const { return state_->name; }
+const FusionRules& LatencyPredictor::fusion_rules() const { return state_->rules; }
+const LoadedPredictor& LatencyPredictor::kernel_predictors() const { return state_->predictor; }
+
+ModelPrediction LatencyPredictor::predict_file(const fs::path& onnx_file, const InputShapes& shapes) const {
+  return predict_ir(load_onnx_ir(onnx_file, shapes));
+}
+
+ModelPrediction LatencyPredictor::predict_model(const onnx::ModelProto& model, const std::string& origin,
+                                                const InputShapes& shapes) const {
+  return predict_ir(onnx_to_ir(model, origin, shapes));
+}
+
+ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
+  const State& s = *state_;
+  ModelPrediction out;
+  out.model = ir.origin;
+  for (const auto& n : ir.nodes)
+    if (n.type != "Placeholder") ++out.node_count;
+  std::unordered_map<std::string_view, const IrNode*> by_name;  // built only when something is uncovered
+  auto uncover = [&](const DetectedKernel& k, const std::string& reason) {
+    if (by_name.empty())
+      for (const auto& n : ir.nodes) by_name.emplace(n.name, &n);
+    for (const auto& node : k.nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
+  };
+  auto pick = [&](const std::vector<std::string>& options) -> std::string {
+    for (const auto& o : options)
+      if (s.parsers.count(o)) return o;
+    return "";
+  };
+
+  std::map<std::string, std::vector<Plan>> batches;  // predictor kernel → rows
+  for (auto& k : detect_kernels(ir, s.rules)) {
+    KernelPrediction p{k.name, k.op, "", k.kernel, k.config, {}, 0.0, k.groups, "", k.nodes};
+    if (k.kind == KernelKind::unsupported) {
+      uncover(k, k.reason);
+      continue;
+    }
+    if (k.kind == KernelKind::layout) {
+      p.note = "layout op: 0 ms by construction";
+      out.kernels.push_back(std::move(p));
+      continue;
+    }
+    const bool ew = k.kind == KernelKind::elementwise;
+    const auto options = ew ? elementwise_candidates(k.binary) : candidates(k.kernel);
+    p.predictor_kernel = pick(options);
+    if (p.predictor_kernel.empty()) {
+      uncover(k, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : k.kernel,
+                             fmt::join(options, ", ")));
+      continue;
+    }
+    if (ew)
+      p.note = fmt::format("element-wise {} covered by the {} predictor", k.op, p.predictor_kernel);
+    else if (p.predictor_kernel != k.kernel)
+      p.note = fmt::format("no {} predictor; predicted by {}", k.kernel, p.predictor_kernel);
+    if (k.groups > 1)
+      p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", k.groups,
+                            p.predictor_kernel, k.config["CIN"].get<int64_t>(), k.config["COUT"].get<int64_t>());
+    p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(k.config);
+    batches[p.predictor_kernel].push_back({out.kernels.size(), p.features});
+    out.kernels.push_back(std::move(p));
+  }
+
+  FeatureMatrix rows;
+  for (const auto& [kernel, plans] : batches) {
+    rows.clear();
+    for (const auto& plan : plans) rows.push_back(plan.row);
+    const std::vector<double> ms = s.predictor.predict(kernel, rows);
+    for (size_t i = 0; i < plans.size(); ++i) {
+      KernelPrediction& kp = out.kernels[plans[i].kernel];
+      kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
+    }
+  }
+  for (const auto& kp : out.kernels) out.latency_ms += kp.latency_ms;
+
+  if (!out.uncovered.empty()) {
+    std::map<std::string, size_t> types;
+    for (const auto& u : out.uncovered) ++types[u.type];
+    std::vector<std::string> parts;
+    for (const auto& [t, n] : types) parts.push_back(fmt::format("{} x{}", t, n));
+    spdlog::warn("{}: {} of {} ops ({:.1f}%) have no predictor and are not counted: {}", ir.origin, out.uncovered.size(),
+                 out.node_count, 100.0 * static_cast<double>(out.uncovered.size()) / static_cast<double>(std::max<size_t>(1, out.node_count)),
+                 fmt::join(parts, ", "));
+  }
+  return out;
+}
+
+Json ModelPrediction::to_json() const {
+  Json ks = Json::array();
+  for (const auto& k : kernels) {
+    Json j = {{"name", k.name},         {"op", k.op},     {"kernel", k.kernel},   {"predictor_kernel", k.predictor_kernel},
+              {"config", k.config},     {"features", k.features}, {"latency_ms", k.latency_ms}, {"nodes", k.nodes}};
+    if (k.groups > 1) j["groups"] = k.groups;
+    if (!k.note.empty()) j["note"] = k.note;
+    ks.push_back(std::move(j));
+  }
+  Json un = Json::array();
+  for (const auto& u : uncovered) un.push_back({{"node", u.node}, {"type", u.type}, {"reason", u.reason}});
+  return {{"model", model}, {"latency_ms", latency_ms}, {"kernels", ks}, {"uncovered", un}, {"node_count", node_count}};
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,270 @@
+// Kernel detection on small hand-built graphs: pairwise fusion by the root's type, BF chains, MON, the
+// multi-op units of real exports, and the kernel configs the builder's parsers read.
+#include "backends/model_zoo.h"
+#include "prediction/prediction_fixtures.h"
+
+namespace nnmeter {
+namespace {
+
+using onnxgen::Builder;
+using test::cpu_rules;
+using test::detect;
+using test::kernel_with_op;
+using test::ops_of;
+using test::rules;
+using S = std::vector<std::string>;
+
+onnx::ModelProto conv_bn_relu(int64_t hw = 28) {
+  Builder b("cbr");
+  b.output(b.relu(b.conv_bn(b.input("x", {1, 16, hw, hw}), 32, 3, 2)));
+  return b.model();
+}
+
+TEST(Detection, ConvBnReluFusesOnlyWhenTheRootTypeAllowsEachStep) {
+  const auto m = conv_bn_relu();
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_conv_bn", "BF_conv_relu"}))), S{"conv-bn-relu"});
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_conv_bn"}))), (S{"conv-bn", "relu"}));
+  // The pair check uses the root's type: bn_relu does not let a conv-rooted kernel take the relu.
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_conv_bn", "BF_bn_relu"}))), (S{"conv-bn", "relu"}));
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_bn_relu"}))), (S{"conv", "bn-relu"}));
+  EXPECT_EQ(ops_of(detect(m, rules({}, false, {"BF_conv_bn", "BF_conv_relu"}))), (S{"conv", "bn", "relu"}));
+  // A chain rule fuses the whole path at once.
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_conv_bn_relu"}))), S{"conv-bn-relu"});
+}
+
+TEST(Detection, KernelRecordsCarryBuilderKernelAndConfig) {
+  const auto ks = detect(conv_bn_relu(28), cpu_rules());
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].name, "conv-bn-relu#0");
+  EXPECT_EQ(ks[0].kind, KernelKind::compute);
+  EXPECT_EQ(ks[0].kernel, "conv-bn-relu");
+  EXPECT_EQ(ks[0].config, (Json{{"HW", 28}, {"CIN", 16}, {"COUT", 32}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}));
+  EXPECT_EQ(ks[0].nodes.size(), 3u);
+  // conv alone is the builder's conv-block; a fused tail without its own kernel keeps the conv family.
+  EXPECT_EQ(detect(conv_bn_relu(), rules({}))[0].kernel, "conv-block");
+}
+
+// x → conv → {relu_a, relu_b}: MON decides whether a node with two consumers fuses at all.
+TEST(Detection, MultipleOutboundsRule) {
+  Builder b("mon");
+  const auto c = b.conv(b.input("x", {1, 8, 16, 16}), 8, 3, 1, 1, 8);
+  b.output(b.relu(c));
+  b.output(b.relu(c));
+  const auto m = b.model();
+  EXPECT_EQ(ops_of(detect(m, rules({"BF_dwconv_relu"}, false))), (S{"dwconv", "relu", "relu"}));
+  const auto with_mon = detect(m, rules({"BF_dwconv_relu"}, true));
+  EXPECT_EQ(ops_of(with_mon), (S{"dwconv-relu", "relu"}));
+  EXPECT_EQ(with_mon[0].kernel, "dwconv-relu");
+  // relu6 takes the relu rule when the rules never tested relu6.
+  Builder b6("mon6");
+  b6.output(b6.relu6(b6.conv(b6.input("x", {1, 8, 16, 16}), 8, 3, 1, 1, 8)));
+  EXPECT_EQ(ops_of(detect(b6.model(), rules({"BF_dwconv_relu"}))), S{"dwconv-relu6"});
+  EXPECT_EQ(ops_of(detect(b6.model(), rules({"BF_dwconv_relu"}, false, {"BF_dwconv_relu6"}))), (S{"dwconv", "relu6"}));
+}
+
+std::string scalar(Builder& b, float v) { return b.constant_floats({}, {v}); }
+
+TEST(Detection, HardSwishInEveryExportForm) {
+  const Shape s = {1, 24, 14, 14};
+  auto check = [&](const std::function<std::string(Builder&, const std::string&)>& hswish) {
+    Builder b("hs");
+    const auto x = b.conv(b.input("x", s), 24, 1);
+    b.output(hswish(b, x));
+    const auto ks = detect(b.model(), rules({}));
+    EXPECT_EQ(ops_of(ks), (S{"conv", "hswish"}));
+    const auto& h = kernel_with_op(ks, "hswish");
+    EXPECT_EQ(h.kernel, "hswish");
+    EXPECT_EQ(h.config, (Json{{"HW", 14}, {"CIN", 24}}));
+    EXPECT_EQ(ops_of(detect(b.model(), rules({"BF_conv_hswish"}))), S{"conv-hswish"});
+  };
+  check([](Builder& b, const std::string& x) { return b.hardswish(x); });  // x · HardSigmoid(x)
+  check([&](Builder& b, const std::string& x) {                           // x · (relu6(x + 3) / 6)
+    const auto a = b.node("Add", {x, scalar(b, 3)}, s);
+    const auto c = b.node("Clip", {a, scalar(b, 0), scalar(b, 6)}, s);
+    return b.node("Mul", {x, b.node("Div", {c, scalar(b, 6)}, s)}, s);
+  });
+  check([&](Builder& b, const std::string& x) {  // (relu6(x + 3) · x) / 6
+    const auto a = b.node("Add", {scalar(b, 3), x}, s);
+    const auto c = b.node("Clip", {a, scalar(b, 0), scalar(b, 6)}, s);
+    return b.node("Div", {b.node("Mul", {c, x}, s), scalar(b, 6)}, s);
+  });
+  check([&](Builder& b, const std::string& x) {  // x · (relu6(x + 3) · 1/6)
+    const auto a = b.node("Add", {x, scalar(b, 3)}, s);
+    const auto c = b.node("Clip", {a, scalar(b, 0), scalar(b, 6)}, s);
+    return b.node("Mul", {b.node("Mul", {c, scalar(b, 1.f / 6)}, s), x}, s);
+  });
+}
+
+TEST(Detection, SwishAndAPlainMulAreDifferent) {
+  Builder b("swish");
+  const auto x = b.input("x", {1, 16, 8, 8});
+  const auto y = b.swish(b.conv(x, 16, 3));
+  b.output(b.mul(y, b.sigmoid(b.conv(x, 16, 1))));  // a gate, but not of its own input
+  const auto ks = detect(b.model(), rules({}));
+  EXPECT_EQ(ops_of(ks), (S{"conv", "swish", "conv", "sigmoid", "mul"}));
+  EXPECT_EQ(kernel_with_op(ks, "swish").kernel, "swish");
+  EXPECT_EQ(kernel_with_op(ks, "sigmoid").kind, KernelKind::elementwise);
+  const auto& mul = kernel_with_op(ks, "mul");
+  EXPECT_EQ(mul.kind, KernelKind::elementwise);
+  EXPECT_TRUE(mul.binary);
+}
+
+// GlobalAveragePool|ReduceMean → Conv → act → Conv → gate → Mul(input).
+TEST(Detection, SqueezeExcitationBlocks) {
+  const Shape s = {1, 40, 14, 14};
+  auto se = [&](bool reduce_mean, const std::string& act, const std::string& gate) {
+    Builder b("se");
+    const auto x = b.conv(b.input("in", s), 40, 1);
+    std::string p = reduce_mean ? b.reduce_mean_hw(x, true) : b.global_avgpool(x);
+    p = b.conv(p, 10, 1, 1, 0, 1, true);
+    p = act == "relu" ? b.relu(p) : act == "swish" ? b.swish(p) : b.hardswish(p);
+    p = b.conv(p, 40, 1, 1, 0, 1, true);
+    const Shape g = {1, 40, 1, 1};
+    if (gate == "hardsigmoid") p = b.hardsigmoid(p);
+    if (gate == "sigmoid") p = b.sigmoid(p);
+    if (gate == "clip") {
+      const auto a = b.node("Add", {p, scalar(b, 3)}, g);
+      p = b.node("Div", {b.node("Clip", {a, scalar(b, 0), scalar(b, 6)}, g), scalar(b, 6)}, g);
+    }
+    b.output(b.mul(x, p));
+    return b.model();
+  };
+  for (bool rm : {false, true})
+    for (const char* act : {"relu", "swish", "hswish"})
+      for (const char* gate : {"hardsigmoid", "sigmoid", "clip"}) {
+        SCOPED_TRACE(std::string(act) + " " + gate + (rm ? " reducemean" : " gap"));
+        const auto ks = detect(se(rm, act, gate), cpu_rules());
+        ASSERT_EQ(ops_of(ks), (S{"conv", "se"}));
+        EXPECT_EQ(ks[1].kernel, "se");
+        EXPECT_EQ(ks[1].config, (Json{{"HW", 14}, {"CIN", 40}}));
+      }
+}
+
+TEST(Detection, ChannelShuffleThroughShapeSubgraphs) {
+  Builder b("shuffle");
+  const auto x = b.input("x", {1, 58, 28, 28});
+  const auto halves = b.split(x, {29, 29});
+  b.output(b.channel_shuffle(b.concat({halves[0], b.relu(b.conv(halves[1], 29, 1))}), 2));
+  const auto ir = onnx_to_ir(b.model(), "shuffle");
+  for (const auto& n : ir.nodes) {
+    EXPECT_NE(n.type, "Shape");  // load-time constants are not nodes
+    EXPECT_NE(n.type, "Gather");
+  }
+  const auto ks = detect_kernels(ir, cpu_rules());
+  EXPECT_EQ(ops_of(ks), (S{"split", "conv-relu", "concat", "channelshuffle"}));
+  EXPECT_EQ(kernel_with_op(ks, "channelshuffle").config, (Json{{"HW", 28}, {"CIN", 58}}));
+  EXPECT_EQ(kernel_with_op(ks, "split").config, (Json{{"HW", 28}, {"CIN", 58}}));
+  EXPECT_EQ(kernel_with_op(ks, "concat").config, (Json{{"HW", 28}, {"CIN1", 29}, {"CIN2", 29}}));
+}
+
+TEST(Detection, SiblingSlicesAreOneSplit) {
+  Builder b("slices");
+  const auto x = b.input("x", {1, 32, 8, 8});
+  auto slice = [&](int64_t from, int64_t to) {
+    return b.node("Slice", {x, b.constant_ints({from}), b.constant_ints({to}), b.constant_ints({1})}, {1, to - from, 8, 8});
+  };
+  b.output(b.add(slice(0, 16), slice(16, 32)));
+  const auto ks = detect(b.model(), cpu_rules());
+  EXPECT_EQ(ops_of(ks), (S{"split", "add"}));
+  EXPECT_EQ(ks[0].nodes.size(), 2u);
+  EXPECT_EQ(ks[0].config, (Json{{"HW", 8}, {"CIN", 32}}));
+}
+
+TEST(Detection, GroupedConvIsNotDense) {
+  Builder b("grouped");
+  const auto x = b.input("x", {1, 32, 28, 28});
+  b.output(b.relu(b.conv_bn(b.relu(b.conv_bn(x, 64, 3, 1, 4)), 64, 3, 1, 64)));
+  const auto ks = detect(b.model(), cpu_rules());
+  ASSERT_EQ(ops_of(ks), (S{"conv-bn-relu", "dwconv-bn-relu"}));
+  EXPECT_EQ(ks[0].groups, 4);
+  EXPECT_EQ(ks[0].config,
+            (Json{{"HW", 28}, {"CIN", 8}, {"COUT", 16}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
+  EXPECT_EQ(ks[1].groups, 1);
+  EXPECT_EQ(ks[1].config, (Json{{"HW", 28}, {"CIN", 64}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}}));
+}
+
+TEST(Detection, GlobalPoolingUsesTheRealInputSize) {
+  for (bool reduce_mean : {false, true}) {
+    Builder b("head");
+    const auto x = b.input("x", {1, 1280, 7, 7});
+    const auto pooled = reduce_mean ? b.reduce_mean_hw(x, false) : b.flatten(b.global_avgpool(x));
+    b.output(b.gemm(pooled, 1000));
+    const auto ks = detect(b.model(), cpu_rules());
+    ASSERT_EQ(ops_of(ks), (S{"globalavgpool", "fc"}));
+    EXPECT_EQ(ks[0].kernel, "global-avgpool");
+    EXPECT_EQ(ks[0].config, (Json{{"HW", 7}, {"CIN", 1280}}));
+    EXPECT_EQ(ks[1].config, (Json{{"CIN", 1280}, {"COUT", 1000}}));
+  }
+}
+
+TEST(Detection, BigConcatKeepsTheBytesMoved) {
+  Builder b("dense");
+  const auto x = b.input("x", {1, 64, 14, 14});
+  std::vector<std::string> features = {x};
+  for (int i = 0; i < 5; ++i) features.push_back(b.conv(x, 32 + i, 1));
+  b.output(b.concat(features));
+  const auto ks = detect(b.model(), cpu_rules());
+  const auto& k = kernel_with_op(ks, "concat");
+  EXPECT_EQ(k.kernel, "concat");
+  // 6 inputs: 64 + 32 + 33 merge into CIN1, the last three stay.
+  EXPECT_EQ(k.config, (Json{{"HW", 14}, {"CIN1", 129}, {"CIN2", 34}, {"CIN3", 35}, {"CIN4", 36}}));
+}
+
+TEST(Detection, LayoutAndUnknownOps) {
+  Builder b("misc");
+  const auto x = b.input("x", {1, 8, 4, 4});
+  const auto t = b.node("Transpose", {b.relu(x)}, {1, 4, 4, 8}, {onnxgen::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+  b.output(b.flatten(t));
+  const auto ks = detect(b.model(), rules({}));
+  ASSERT_EQ(ops_of(ks), (S{"relu", "transpose", "flatten"}));
+  EXPECT_EQ(ks[1].kind, KernelKind::unsupported);
+  EXPECT_NE(ks[1].reason.find("Transpose"), std::string::npos);
+  EXPECT_EQ(ks[2].kind, KernelKind::layout);
+}
+
+TEST(Detection, EveryZooModelIsFullyCovered) {
+  for (const auto& name : zoo::model_names()) {
+    SCOPED_TRACE(name);
+    const auto ks = detect(zoo::build(name, 64).model, cpu_rules());
+    std::set<std::string> ops;
+    for (const auto& k : ks) {
+      EXPECT_NE(k.kind, KernelKind::unsupported) << k.name << ": " << k.reason;
+      ops.insert(k.op);
+    }
+    if (name == "mobilenet_v3_large") {
+      EXPECT_TRUE(ops.count("se"));
+      EXPECT_TRUE(ops.count("conv-bn-hswish"));
+      EXPECT_TRUE(ops.count("dwconv-bn-hswish"));
+    }
+    if (name == "efficientnet_b0") {
+      EXPECT_TRUE(ops.count("se"));
+      EXPECT_FALSE(ops.count("mul"));
+    }
+    if (name == "shufflenet_v2_x1_0") {
+      EXPECT_TRUE(ops.count("channelshuffle"));
+      EXPECT_TRUE(ops.count("split"));
+    }
+    if (name == "resnet18") {
+      EXPECT_TRUE(ops.count("add-relu"));
+    }
+  }
+}
+
+TEST(FusionRules, ReadsObeyNullAndOldNames) {
+  const auto r = FusionRules::from_json(
+      {{"BF_conv_relu", {{"obey", true}}}, {"BF_relu_relu", {{"obey", false}}}, {"BF_dense_relu", {{"obey", true}}},
+       {"BF_bn_relu", {{"obey", nullptr}}}, {"RBC", {{"latency", Json::object()}, {"obey", nullptr}}}, {"MON", {{"obey", true}}}},
+      "rules.json");
+  EXPECT_TRUE(r.multiple_outbounds);
+  EXPECT_TRUE(r.can_fuse("conv", "relu"));
+  EXPECT_TRUE(r.can_fuse("conv", "relu6"));
+  EXPECT_TRUE(r.can_fuse("fc", "relu"));
+  EXPECT_FALSE(r.can_fuse("bn", "relu"));
+  EXPECT_FALSE(r.can_fuse("relu", "relu"));
+  EXPECT_NE(test::error_of([] { FusionRules::from_json(Json::array(), "x.json"); }).find("x.json"), std::string::npos);
+  EXPECT_NE(test::error_of([] { FusionRules::from_json({{"BF_conv_bn", true}}, "x.json"); }).find("BF_conv_bn"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnmeter

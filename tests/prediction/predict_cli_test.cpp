@@ -1,0 +1,153 @@
+// nn-meter predict / get_ir through the real binary: nn-Meter's result lines, the breakdown, --json, the IR
+// round trip, and every bad input of issue 6 (one line on stderr, non-zero exit, no partial files).
+#include "backends/model_zoo.h"
+#include "prediction/prediction_fixtures.h"
+
+namespace nnmeter::test {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class PredictCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new TempDir();
+    const fs::path meta = make_predictor_folder(*root_ / "tiny_cpu", {"conv-bn-relu", "dwconv-bn-relu", "fc",
+                                                                      "global-avgpool", "add", "relu"},
+                                                rules_json({"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu"}));
+    make_predictor_folder(*root_ / "no_rules", {"relu"}, nullptr, "no_rules");
+    const CliResult r = run_cli({"register", "--predictor", meta.string()}, home());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_EQ(run_cli({"register", "--predictor", (*root_ / "no_rules" / "meta.yaml").string()}, home()).exit_code, 0);
+    write_text(models() / "a_mbv2.onnx", zoo::build("mobilenet_v2", 64).model.SerializeAsString());
+    write_text(models() / "b_resnet18.onnx", zoo::build("resnet18", 64).model.SerializeAsString());
+  }
+  static void TearDownTestSuite() { delete root_; }
+  static fs::path home() { return *root_ / "home"; }
+  static fs::path models() {
+    fs::create_directories(*root_ / "models");
+    return *root_ / "models";
+  }
+
+  // Non-zero exit, exactly one "(nn-Meter) " line on stderr containing `expected`.
+  static void expect_refused(const std::vector<std::string>& args, const std::string& expected) {
+    const CliResult r = run_cli(args, home());
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(contains(r.err, expected)) << "stderr: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("(nn-Meter) ", 0), 0u) << r.err;
+  }
+
+  static double latency_in(const std::string& out, const std::string& model) {
+    const std::string key = "[RESULT] predict latency for " + model + ": ";
+    const size_t at = out.find(key);
+    if (at == std::string::npos) throw std::runtime_error("no result line for " + model + " in: " + out);
+    return std::stod(out.substr(at + key.size()));
+  }
+
+  static TempDir* root_;
+  TempDir work;
+};
+TempDir* PredictCli::root_ = nullptr;
+
+TEST_F(PredictCli, PrintsNnMeterResultLinesForAFolder) {
+  const CliResult r = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", models().string()}, home());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("(nn-Meter) [RESULT] predict latency for a_mbv2.onnx: ", 0), 0u) << r.out;
+  EXPECT_LT(r.out.find("a_mbv2.onnx"), r.out.find("b_resnet18.onnx"));  // sorted
+  EXPECT_GT(latency_in(r.out, "b_resnet18.onnx"), 0);
+  const CliResult alias = run_cli({"lat_pred", "--predictor", "tiny_cpu", "--onnx", (models() / "a_mbv2.onnx").string()}, home());
+  ASSERT_EQ(alias.exit_code, 0) << alias.err;
+  EXPECT_EQ(latency_in(alias.out, "a_mbv2.onnx"), latency_in(r.out, "a_mbv2.onnx"));
+}
+
+TEST_F(PredictCli, VerboseShowsTheBreakdownAndJsonIsOneDocument) {
+  const std::string model = (models() / "b_resnet18.onnx").string();
+  const CliResult v = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", model, "-v"}, home());
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_TRUE(contains(v.out, "conv-bn-relu#0")) << v.out;
+  EXPECT_TRUE(contains(v.out, "features [")) << v.out;
+  const CliResult j = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", model, "--json"}, home());
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json doc = Json::parse(j.out);
+  const Json& m = doc.at("b_resnet18.onnx");
+  double sum = 0;
+  for (const auto& k : m["kernels"]) sum += k["latency_ms"].get<double>();
+  EXPECT_NEAR(m["latency_ms"].get<double>(), sum, 1e-9 * sum);
+  EXPECT_NEAR(m["latency_ms"].get<double>(), latency_in(v.out, "b_resnet18.onnx"), 1e-6 * sum);
+}
+
+TEST_F(PredictCli, GetIrRoundTripGivesTheSamePrediction) {
+  const fs::path model = work / "m.onnx";
+  fs::copy_file(models() / "a_mbv2.onnx", model);
+  const CliResult g = run_cli({"get_ir", "--onnx", model.string()}, home());
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  const fs::path ir = work / "m_onnx_ir.json";
+  EXPECT_TRUE(contains(g.out, fs::absolute(ir).string())) << g.out;
+  const std::string text = read_text(ir);
+  EXPECT_TRUE(contains(text, "\n    \"")) << "indent 4";
+  EXPECT_TRUE(contains(text, "[\n                    1,\n                    64,\n                    64,\n                    3\n"))
+      << "the input placeholder in NHWC";
+  const CliResult named = run_cli({"get_ir", "--onnx", model.string(), "-o", (work / "named").string()}, home());
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(read_text(work / "named.json"), text);
+
+  const CliResult a = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", model.string()}, home());
+  const CliResult b = run_cli({"predict", "--predictor", "tiny_cpu", "--nn-meter-ir", ir.string()}, home());
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(latency_in(a.out, "m.onnx"), latency_in(b.out, "m_onnx_ir.json"));
+}
+
+TEST_F(PredictCli, DynamicShapesNeedInputShape) {
+  auto m = zoo::build("resnet18", 64).model;
+  m.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_param("N");
+  const fs::path file = work / "dyn.onnx";
+  write_text(file, m.SerializeAsString());
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", file.string()}, "--input-shape input:");
+  expect_refused({"get_ir", "--onnx", file.string()}, "--input-shape input:");
+  EXPECT_FALSE(fs::exists(work / "dyn_onnx_ir.json"));
+  const CliResult ok = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", file.string(), "--input-shape",
+                                "input:1x3x64x64"}, home());
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const CliResult ref = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", (models() / "b_resnet18.onnx").string()}, home());
+  EXPECT_EQ(latency_in(ok.out, "dyn.onnx"), latency_in(ref.out, "b_resnet18.onnx"));
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", file.string(), "--input-shape", "input:1x3"},
+                 "shape inference failed");
+}
+
+TEST_F(PredictCli, BadInputsAreOneLineErrors) {
+  write_text(work / "junk.onnx", "not a model at all");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", (work / "junk.onnx").string()}, "is not an ONNX model");
+  expect_refused({"get_ir", "--onnx", (work / "junk.onnx").string(), "-o", (work / "out.json").string()},
+                 "is not an ONNX model");
+  EXPECT_FALSE(fs::exists(work / "out.json"));
+  const std::string model = (models() / "a_mbv2.onnx").string();
+  expect_refused({"predict", "--predictor", "ghost", "--onnx", model}, "available: ");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--predictor-version", "9.9", "--onnx", model},
+                 "no registered predictor 'tiny_cpu' version 9.9");
+  expect_refused({"predict", "--predictor", "no_rules", "--onnx", model}, "predictor no_rules has no fusion rules");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--tensorflow", "m.pb"}, "export the model to ONNX first");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--torchvision", "resnet18"}, "export the model to ONNX first");
+  expect_refused({"get_ir", "--tensorflow", "m.pb"}, "export the model to ONNX first");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", (work / "none.onnx").string()}, "no such file");
+  fs::create_directories(work / "empty");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", (work / "empty").string()}, "has no *.onnx files");
+  expect_refused({"predict", "--predictor", "tiny_cpu"}, "exactly one of --onnx");
+  write_text(work / "bad.json", "{\"n\": 3}");
+  expect_refused({"predict", "--predictor", "tiny_cpu", "--nn-meter-ir", (work / "bad.json").string()}, "not an nn-Meter IR");
+}
+
+TEST_F(PredictCli, UncoveredOpsWarnButStillAnswer) {
+  onnxgen::Builder b("odd");
+  const auto x = b.relu(b.input("x", {1, 8, 4, 4}));
+  b.output(b.node("Transpose", {x}, {1, 4, 4, 8}, {onnxgen::attr("perm", std::vector<int64_t>{0, 2, 3, 1})}));
+  write_text(work / "odd.onnx", b.model().SerializeAsString());
+  const CliResult r = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", (work / "odd.onnx").string()}, home());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(latency_in(r.out, "odd.onnx"), 0);
+  EXPECT_TRUE(contains(r.out + r.err, "1 of 2 ops (50.0%) have no predictor")) << r.out << r.err;
+  EXPECT_TRUE(contains(r.out + r.err, "Transpose x1")) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace nnmeter::test

@@ -1,0 +1,150 @@
+// Model-level prediction with a small real predictor folder (XGBoost models trained in the test).
+#include <cmath>
+
+#include "backends/model_zoo.h"
+#include "nnmeter/registry.h"
+#include "prediction/prediction_fixtures.h"
+
+namespace nnmeter {
+namespace {
+
+using onnxgen::Builder;
+using test::error_of;
+
+const std::vector<std::string> kKernels = {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu", "se",
+                                           "hswish"};
+
+struct Folder {
+  test::TempDir dir;
+  fs::path path = dir / "tiny_cpu";
+  explicit Folder(const std::vector<std::string>& kernels = kKernels, const Json& rules = test::rules_json({
+      "BF_conv_bn", "BF_conv_relu", "BF_conv_relu6", "BF_conv_hswish", "BF_dwconv_bn", "BF_dwconv_relu",
+      "BF_dwconv_relu6", "BF_dwconv_hswish", "BF_bn_relu", "BF_add_relu"})) {
+    test::make_predictor_folder(path, kernels, rules);
+  }
+};
+
+// One predictor for the whole file: training takes a moment. Removed at exit.
+const Folder& shared_folder() {
+  static const Folder f;
+  return f;
+}
+
+const KernelPrediction& with_op(const ModelPrediction& p, const std::string& op) {
+  for (const auto& k : p.kernels)
+    if (k.op == op) return k;
+  throw std::runtime_error("no kernel " + op);
+}
+
+TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
+  const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
+  const auto zm = zoo::build("mobilenet_v2", 96);
+  const ModelPrediction p = predictor.predict_model(zm.model, "mobilenet_v2");
+  EXPECT_TRUE(p.uncovered.empty());
+  double sum = 0;
+  const LoadedPredictor raw = load_predictor_folder(shared_folder().path);
+  for (const auto& k : p.kernels) {
+    sum += k.latency_ms;
+    if (k.predictor_kernel.empty()) continue;
+    EXPECT_GT(k.latency_ms, 0) << k.name;
+    // Features are exactly the builder parser's for the config; the latency is the regressor's answer.
+    const auto parser = find_kernel(Registry(), k.predictor_kernel).create(Json::object()).parser;
+    EXPECT_EQ(k.features, parser->get_feature_by_config(k.config)) << k.name;
+    EXPECT_DOUBLE_EQ(k.latency_ms, raw.predict(k.predictor_kernel, {k.features})[0] * static_cast<double>(k.groups));
+  }
+  EXPECT_DOUBLE_EQ(p.latency_ms, sum);
+  EXPECT_GT(p.latency_ms, 0);
+  // Clipped relus use the relu predictors of their family, and say so.
+  const auto& first = p.kernels.front();
+  EXPECT_EQ(first.op, "conv-bn-relu6");
+  EXPECT_EQ(first.kernel, "conv-bn-relu6");
+  EXPECT_EQ(first.predictor_kernel, "conv-bn-relu");
+  EXPECT_NE(first.note.find("conv-bn-relu"), std::string::npos);
+  EXPECT_EQ(with_op(p, "globalavgpool").config["HW"], 3);  // 96 / 32: the real input size
+}
+
+TEST(Predict, FileMemoryAndIrJsonAgree) {
+  const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
+  test::TempDir dir;
+  const auto zm = zoo::build("mobilenet_v3_large", 64);
+  const fs::path file = dir / "mbv3.onnx";
+  test::write_text(file, zm.model.SerializeAsString());
+  const double from_file = predictor.predict_file(file).latency_ms;
+  EXPECT_DOUBLE_EQ(predictor.predict_model(zm.model, "m").latency_ms, from_file);
+  const Json ir = ir_to_nnmeter_json(load_onnx_ir(file));
+  EXPECT_DOUBLE_EQ(predictor.predict_ir(ir_from_nnmeter_json(Json::parse(ir.dump()), "ir.json")).latency_ms, from_file);
+  const ModelPrediction p = predictor.predict_file(file);
+  EXPECT_GT(with_op(p, "se").latency_ms, 0);
+  EXPECT_EQ(p.to_json()["latency_ms"], p.latency_ms);
+  EXPECT_EQ(p.to_json()["kernels"].size(), p.kernels.size());
+}
+
+TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
+  const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
+  Builder b("grouped");
+  b.output(b.relu(b.conv_bn(b.input("x", {1, 64, 28, 28}), 128, 3, 1, 8)));
+  const ModelPrediction grouped = predictor.predict_model(b.model(), "grouped");
+  ASSERT_EQ(grouped.kernels.size(), 1u);
+  Builder one("one");
+  one.output(one.relu(one.conv_bn(one.input("x", {1, 8, 28, 28}), 16, 3)));
+  const ModelPrediction single = predictor.predict_model(one.model(), "one");
+  EXPECT_DOUBLE_EQ(grouped.latency_ms, 8 * single.latency_ms);
+  EXPECT_EQ(grouped.kernels[0].groups, 8);
+  EXPECT_NE(grouped.kernels[0].note.find("grouped conv: 8 x"), std::string::npos);
+}
+
+TEST(Predict, ElementwiseOpsAreCoveredAndLayoutOpsAreFree) {
+  const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
+  Builder b("ew");
+  const auto x = b.input("x", {1, 16, 8, 8});
+  const auto y = b.mul(b.sigmoid(x), b.relu(x));
+  b.output(b.flatten(y));
+  const ModelPrediction p = predictor.predict_model(b.model(), "ew");
+  EXPECT_TRUE(p.uncovered.empty());
+  EXPECT_EQ(with_op(p, "sigmoid").predictor_kernel, "relu");
+  EXPECT_EQ(with_op(p, "mul").predictor_kernel, "add");  // reads two tensors
+  EXPECT_NE(with_op(p, "mul").note.find("element-wise"), std::string::npos);
+  EXPECT_GT(with_op(p, "mul").latency_ms, 0);
+  EXPECT_EQ(with_op(p, "flatten").latency_ms, 0);
+  EXPECT_EQ(with_op(p, "flatten").predictor_kernel, "");
+}
+
+TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
+  const Folder folder({"conv-bn-relu"}, test::rules_json({"BF_conv_bn", "BF_conv_relu"}));
+  const auto predictor = LatencyPredictor::from_folder(folder.path);
+  Builder b("gap");
+  const auto x = b.relu(b.conv_bn(b.input("x", {1, 8, 8, 8}), 16, 3));
+  const auto t = b.node("Transpose", {x}, {1, 8, 8, 16}, {onnxgen::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+  b.output(b.flatten(b.global_avgpool(t)));
+  const ModelPrediction p = predictor.predict_model(b.model(), "gap");
+  ASSERT_EQ(p.uncovered.size(), 3u);  // Transpose, GlobalAveragePool + Flatten
+  EXPECT_EQ(p.uncovered[0].type, "Transpose");
+  EXPECT_NE(p.uncovered[0].reason.find("no kernel covers Transpose"), std::string::npos);
+  EXPECT_EQ(p.uncovered[1].type, "GlobalAveragePool");
+  EXPECT_NE(p.uncovered[1].reason.find("no global-avgpool predictor"), std::string::npos);
+  EXPECT_EQ(p.node_count, 6u);
+  EXPECT_DOUBLE_EQ(p.latency_ms, p.kernels.at(0).latency_ms);
+}
+
+TEST(Predict, PredictorWithoutFusionRulesIsAnError) {
+  const Folder folder({"relu"}, nullptr);
+  const std::string err = error_of([&] { LatencyPredictor::from_folder(folder.path); });
+  EXPECT_NE(err.find("predictor tiny_cpu has no fusion rules"), std::string::npos) << err;
+  EXPECT_NE(err.find("nn-meter ruletest"), std::string::npos) << err;
+}
+
+TEST(Predict, LoadByNameAndVersionFromTheRegistry) {
+  test::TempDir home;
+  Registry registry(home.path());
+  const Folder f1({"relu"}, test::rules_json({}));
+  registry.register_predictor(f1.path / kRegistryMetaFile);
+  const std::string err = error_of([&] { LatencyPredictor::load(registry, "nope"); });
+  EXPECT_NE(err.find("no registered predictor 'nope'"), std::string::npos) << err;
+  EXPECT_NE(err.find("tiny_cpu (version 1.0)"), std::string::npos) << err;
+  EXPECT_NE(error_of([&] { LatencyPredictor::load(registry, "tiny_cpu", "2.0"); }).find("version 2.0"), std::string::npos);
+  EXPECT_EQ(LatencyPredictor::load(registry, "tiny_cpu").name(), "tiny_cpu");
+  EXPECT_EQ(LatencyPredictor::load(registry, "tiny_cpu", "1.0").kernel_predictors().kernels(), std::vector<std::string>{"relu"});
+}
+
+}  // namespace
+}  // namespace nnmeter
