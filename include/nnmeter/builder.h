@@ -30,6 +30,9 @@ struct BuilderSettings {
   fs::path worker_executable;   // the nn-meter binary; empty: find_worker_executable()
   bool progress = true;         // progress lines on a terminal
   RegressorMode regressor = RegressorMode::random_forest;
+  // build_latency_predictor also runs the fusion-rule test (resumable) and writes fusion_rules.json into
+  // the predictor folder.
+  bool ruletest = true;
 };
 
 // Kernel data of one kernel type: {ID: {model, shapes, config, latency, ...}}.
@@ -91,7 +94,8 @@ class Builder {
 
   // Every kernel of predictorbuild_config (or `kernels` if given) with its own settings, then a predictor
   // folder (a final fit on all samples per kernel) at `folder` (default <ws>/predictor_build/predictor)
-  // named `name`. Returns the per-kernel summaries (also saved as results/accuracy.json).
+  // named `name`, with the backend's fusion rules (settings.ruletest). Returns the per-kernel summaries
+  // (also saved as results/accuracy.json).
   std::vector<KernelBuildSummary> build_latency_predictor(const std::vector<std::string>& kernels = {},
                                                           const std::string& name = "",
                                                           const fs::path& folder = {});

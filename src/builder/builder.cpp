@@ -7,6 +7,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel_data.h"
 #include "nnmeter/profiling.h"
+#include "nnmeter/ruletest.h"
 
 namespace nnmeter {
 
@@ -234,13 +235,20 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     find_kernel(registry_, kernel);  // every name valid before any work starts
     kernel_settings(workspace_, kernel);
   }
+  // The predictor folder carries the backend's fusion rules; a bad ruletest_config fails now, not after training.
+  std::optional<RuleTester> rule_tester;
+  if (settings_.ruletest)
+    rule_tester.emplace(workspace_, registry_,
+                        RuleTestSettings{settings_.backend, {}, settings_.timeout_s, settings_.worker_executable,
+                                         settings_.progress});
 
   PredictorInfo info;
   info.name = name.empty() ? settings_.backend + "_predictor" : name;
   info.backend = settings_.backend;
   info.backend_config = resolve_backend_config(find_backend(registry_, settings_.backend).params,
                                                workspace_.backend_config, "backend_config.yaml");
-  PredictorWriter writer(folder.empty() ? workspace_.predictor_build_dir() / "predictor" : folder, info);
+  const fs::path predictor_folder = folder.empty() ? workspace_.predictor_build_dir() / "predictor" : folder;
+  PredictorWriter writer(predictor_folder, info);
   std::vector<KernelBuildSummary> summaries;
   for (const auto& kernel : todo) {
     const Json s = kernel_settings(workspace_, kernel);
@@ -267,6 +275,12 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     meta.sample_count = final_fit.sample_count;
     writer.add_kernel(final_fit.model, meta);
     summaries.push_back(summary);
+  }
+  if (rule_tester) {
+    const RuleTestResult rules = rule_tester->run();
+    io::save_json_file(predictor_folder / kFusionRulesFile, rules.rules);
+    spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules.obeyed, rules.not_obeyed,
+                 rules.undecided, rules.rules_file.string());
   }
   const fs::path meta_yaml = writer.finish();
   Json table = Json::array();

@@ -18,6 +18,7 @@ struct BuildArgs {
   std::string workspace, backend, kernels, name, output, regressor = "rf";
   double timeout_s = 300;
   uint64_t seed = 1;
+  bool no_ruletest = false;
 };
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -34,6 +35,7 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   settings.seed = a.seed;
   settings.timeout_s = a.timeout_s;
   settings.progress = !ctx.json;
+  settings.ruletest = !a.no_ruletest;
   if (a.regressor == "gbdt") {
     settings.regressor = RegressorMode::gbdt;
   } else if (a.regressor != "rf") {
@@ -94,6 +96,8 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   build_cmd->add_option("--predictor-name", args->name, "name of the predictor (default: <backend>_predictor)");
   build_cmd->add_option("--output", args->output, "predictor folder (default: <workspace>/predictor_build/predictor)");
   build_cmd->add_option("--regressor", args->regressor, "rf (random forest, nn-Meter's) or gbdt (gradient boosting)");
+  build_cmd->add_flag("--no-ruletest", args->no_ruletest,
+                      "do not run the fusion-rule test; the predictor folder then has no fusion_rules.json");
   build_cmd->callback([&ctx, args] { build(ctx, *args); });
 
   auto pargs = std::make_shared<BuildArgs>();

@@ -1,8 +1,66 @@
 // nn-meter ruletest: the fusion-rule tester.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
 #include "cli/cli.h"
+#include "cli/output.h"
+#include "nnmeter/ruletest.h"
 
 namespace nnmeter::cli {
 
-void add_ruletest_commands(CLI::App& /*app*/, Context& /*ctx*/) {}
+namespace {
+
+struct RuleTestArgs {
+  std::string workspace, backend, testcases;
+  double timeout_s = 300;
+};
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+void ruletest(Context& ctx, const RuleTestArgs& a) {
+  if (!(a.timeout_s > 0)) throw Error("--timeout must be positive");
+  RuleTestSettings settings;
+  settings.backend = a.backend;
+  settings.testcases = split_list(a.testcases);
+  settings.timeout_s = a.timeout_s;
+  settings.progress = !ctx.json;
+  RuleTester tester(Workspace::load(a.workspace), ctx.registry, settings);
+  const RuleTestResult r = tester.run();
+  if (ctx.json) {
+    std::cout << r.rules.dump(2) << std::endl;
+    return;
+  }
+  std::string summary = fmt::format("Fusion rules of {}: {} test cases, {} obeyed, {} not obeyed", a.backend,
+                                    r.obeyed + r.not_obeyed + r.undecided, r.obeyed, r.not_obeyed);
+  if (r.undecided > 0)
+    summary += fmt::format(", {} undecided (their \"error\" says why; profiling errors in {})", r.undecided,
+                           (r.rules_file.parent_path() / "profile_error.log").string());
+  summary += fmt::format(" ({} models profiled now, {} from earlier runs)", r.profiled_now, r.models - r.profiled_now);
+  print_line(summary);
+  print_line(fmt::format("Detected fusion rules saved to {}", r.rules_file.string()));
+}
+
+}  // namespace
+
+void add_ruletest_commands(CLI::App& app, Context& ctx) {
+  auto args = std::make_shared<RuleTestArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "ruletest", "detect the backend's fusion rules: generate test models, profile them, decide (fusion_rule_tester)");
+  cmd->add_option("--workspace", args->workspace, "path to the workspace (see nn-meter create)")->required();
+  cmd->add_option("--backend", args->backend, "backend to profile on, e.g. onednn_cpu")->required();
+  cmd->add_option("--testcases", args->testcases,
+                  "comma-separated test cases, e.g. conv_relu,BF_dwconv_bn,MON (default: BASIC_TESTCASES and "
+                  "OTHER_TESTCASES of ruletest_config.yaml)");
+  cmd->add_option("--timeout", args->timeout_s, "seconds a model may take to convert and profile (default 300)");
+  cmd->callback([&ctx, args] { ruletest(ctx, *args); });
+}
 
 }  // namespace nnmeter::cli

@@ -1,0 +1,305 @@
+// The fusion-rule tester: resolve test cases (with their dependencies), generate their models, profile
+// them in isolated workers through the durable journal, decide the rules.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "common/io.h"
+#include "fusion/testcases.h"
+#include "nnmeter/backend.h"
+#include "nnmeter/profiling.h"
+#include "nnmeter/ruletest.h"
+#include "profiling/journal.h"
+
+namespace nnmeter {
+
+namespace {
+
+constexpr int kBatch = 1;  // nn-Meter's fusion test models have batch 1
+
+struct CaseEntry {
+  std::string name;
+  std::unique_ptr<TestCase> testcase;
+  bool customized = false;
+  std::vector<std::string> deps;
+  std::optional<std::pair<std::string, std::string>> ops;  // BF: the models of op1 and op2 alone
+};
+
+std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
+
+uint64_t fnv1a(std::string_view text, uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::string> order_by_dependencies(const std::vector<std::string>& names,
+                                               const std::map<std::string, std::vector<std::string>>& deps) {
+  std::vector<std::string> out;
+  std::set<std::string> done, visiting;
+  std::function<void(const std::string&)> visit = [&](const std::string& name) {
+    if (done.count(name)) return;
+    if (!visiting.insert(name).second) throw Error("test case dependencies form a cycle through '" + name + "'");
+    const auto it = deps.find(name);
+    if (it == deps.end()) throw Error("test case '" + name + "' is a dependency but was not resolved");
+    for (const auto& d : it->second) visit(d);
+    visiting.erase(name);
+    done.insert(name);
+    out.push_back(name);
+  };
+  for (const auto& n : names) visit(n);
+  return out;
+}
+
+struct RuleTester::Impl {
+  Workspace ws;
+  Registry registry;
+  RuleTestSettings settings;
+  fusion::RuleTestConfig config;
+  std::map<std::string, OperatorInfo> operators;
+  std::map<std::string, TestCaseInfo> specials;
+  std::map<std::string, CaseEntry> cases;
+  std::vector<std::string> order;
+
+  std::vector<std::string> operator_names() const {
+    std::vector<std::string> out;
+    for (const auto& [name, _] : operators) out.push_back(name);
+    return out;
+  }
+
+  std::unique_ptr<Operator> make_operator(const std::string& testcase, const std::string& op) const {
+    const auto it = operators.find(op);
+    if (it == operators.end())
+      throw Error(fmt::format("test case {}: unknown operator '{}' (known: {}); fix the pair (BASIC_TESTCASES of "
+                              "ruletest_config.yaml or --testcases) or register the operator with `nn-meter register --operator`",
+                              testcase, op, join_names(operator_names())));
+    return it->second.create(ws.ruletest_config);
+  }
+
+  // "conv_relu" → "BF_conv_relu"; special and already prefixed names stay.
+  std::string canonical(const std::string& name) const {
+    if (specials.count(name) || name.rfind("BF_", 0) == 0 || name.find('_') == std::string::npos) return name;
+    return "BF_" + name;
+  }
+
+  void resolve(const std::string& name) {
+    if (cases.count(name)) return;
+    CaseEntry entry;
+    entry.name = name;
+    if (const auto sp = specials.find(name); sp != specials.end()) {
+      entry.customized = sp->second.customized;
+      entry.testcase = sp->second.create(ws.ruletest_config);
+    } else if (const auto ops = fusion::split_basic_name(name)) {
+      const auto& [op1, op2] = *ops;
+      auto bf = std::make_unique<fusion::BasicFusionCase>(name, op1, make_operator(name, op1), op2,
+                                                          make_operator(name, op2),
+                                                          fusion::basic_input_shape(config, op1, op2), config.alpha);
+      entry.ops = std::pair{bf->op1_model(), bf->op2_model()};
+      entry.testcase = std::move(bf);
+    } else {
+      std::vector<std::string> known;
+      for (const auto& [n, _] : specials) known.push_back(n);
+      throw Error(fmt::format("unknown test case '{}': name a pair as BF_<op1>_<op2> (or op1_op2) or one of: {}", name,
+                              join_names(known)));
+    }
+    for (const auto& d : entry.testcase->depends_on()) entry.deps.push_back(canonical(d));
+    std::vector<std::string> deps = entry.deps;
+    cases.emplace(name, std::move(entry));
+    for (const auto& d : deps) resolve(d);
+  }
+
+  std::vector<std::string> requested() const {
+    std::vector<std::string> out;
+    if (!settings.testcases.empty()) {
+      for (const auto& n : settings.testcases) out.push_back(canonical(n));
+      return out;
+    }
+    for (const auto& pair : config.basic) {
+      const std::string name = "BF_" + pair;
+      if (!fusion::split_basic_name(name))
+        throw Error(fmt::format("ruletest_config.yaml: BASIC_TESTCASES entry '{}' must be a pair op1_op2", pair));
+      out.push_back(name);
+    }
+    for (const auto& other : config.other) out.push_back(other);
+    return out;
+  }
+
+  fs::path root() const { return ws.fusion_rule_test_dir(); }
+  fs::path results() const { return root() / "results"; }
+};
+
+RuleTester::RuleTester(Workspace workspace, Registry registry, RuleTestSettings settings)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.ws = std::move(workspace);
+  m.registry = std::move(registry);
+  m.settings = std::move(settings);
+  if (m.settings.backend.empty()) throw Error("the rule tester needs a backend name (--backend)");
+  if (!(m.settings.timeout_s > 0)) throw Error("the profiling timeout must be positive");
+  find_backend(m.registry, m.settings.backend);  // unknown backends fail before any work
+  m.config = fusion::RuleTestConfig::parse(m.ws.ruletest_config);
+  for (auto& info : list_operators(m.registry))
+    if (info.implement == "onnx") m.operators.emplace(info.name, std::move(info));
+  for (auto& info : list_testcases(m.registry))
+    if (info.implement == "onnx") m.specials.emplace(info.name, std::move(info));
+  std::vector<std::string> names;
+  for (const auto& n : m.requested())
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  if (names.empty())
+    throw Error("no test cases to run: BASIC_TESTCASES and OTHER_TESTCASES of ruletest_config.yaml are empty");
+  for (const auto& n : names) m.resolve(n);
+  std::map<std::string, std::vector<std::string>> deps;
+  for (const auto& [name, entry] : m.cases) deps[name] = entry.deps;
+  m.order = order_by_dependencies(names, deps);
+}
+
+RuleTester::~RuleTester() = default;
+RuleTester::RuleTester(RuleTester&&) noexcept = default;
+RuleTester& RuleTester::operator=(RuleTester&&) noexcept = default;
+
+std::vector<std::string> RuleTester::testcases() const { return impl_->order; }
+std::vector<std::string> RuleTester::depends_on(const std::string& testcase) const {
+  return impl_->cases.at(testcase).deps;
+}
+const Workspace& RuleTester::workspace() const { return impl_->ws; }
+fs::path RuleTester::rules_file() const { return impl_->results() / "detected_fusion_rule.json"; }
+
+Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) const {
+  const Impl& m = *impl_;
+  Json rules = Json::object();
+  for (const auto& name : m.order) {
+    const CaseEntry& entry = m.cases.at(name);
+    Json rule = Json::object();
+    // nn-Meter: a dependency whose obey differs from the expected (true) makes the case false without
+    // evaluation. A dependency that could not be decided leaves this case undecided too.
+    for (const auto& d : entry.deps) {
+      const Json& dep = rules.at(d).at("obey");
+      if (dep.is_null()) {
+        rule = {{"obey", nullptr}, {"error", fmt::format("depends on {}, which could not be decided", d)}};
+        break;
+      }
+      if (!dep.get<bool>()) {
+        rule = {{"obey", false}, {"reason", fmt::format("not evaluated: depends on {}, which does not obey", d)}};
+        break;
+      }
+    }
+    const auto it = profiled.find(name);
+    if (rule.empty() && (it == profiled.end() || !it->second.error.empty()))
+      rule = {{"obey", nullptr}, {"error", it == profiled.end() ? "not profiled" : it->second.error}};
+    if (rule.empty()) {
+      std::map<std::string, double> ms;
+      for (const auto& [model, latency] : it->second.latencies) ms[model] = latency.avg;
+      try {
+        rule = entry.testcase->run_test(ms);
+        if (!rule.is_object() || !rule.contains("obey") || !rule["obey"].is_boolean())
+          rule = {{"obey", nullptr}, {"error", "the test case returned no boolean \"obey\": " + rule.dump()}};
+      } catch (const std::exception& e) {
+        rule = {{"obey", nullptr}, {"error", std::string("the test case failed to decide: ") + e.what()}};
+      }
+      if (m.config.detail) {
+        Json latency = Json::object();
+        for (const auto& [model, l] : it->second.latencies) latency[model] = l.str();
+        if (entry.ops)
+          latency["ops"] = (it->second.latencies.at(entry.ops->first) + it->second.latencies.at(entry.ops->second)).str();
+        rule["latency"] = latency;
+      }
+    }
+    rules[name] = rule;
+  }
+  return rules;
+}
+
+RuleTestResult RuleTester::run() {
+  Impl& m = *impl_;
+  const fs::path testcases_dir = m.root() / "testcases";
+  std::map<std::string, ProfiledCase> profiled;
+  Json origin = Json::object();
+  std::map<std::string, std::map<std::string, TestCaseModel>> models;
+
+  for (const auto& name : m.order) {
+    CaseEntry& entry = m.cases.at(name);
+    // Customized cases name their files themselves: a folder each keeps them from colliding.
+    const fs::path dir = entry.customized ? testcases_dir / name : testcases_dir;
+    try {
+      fs::create_directories(dir);
+      models[name] = entry.testcase->generate_testcase(dir, kBatch);
+      if (models[name].empty()) throw Error("it generated no model");
+      for (const auto& [model, tm] : models[name])
+        if (!fs::is_regular_file(tm.model)) throw Error("model '" + model + "' is missing: " + tm.model.string());
+    } catch (const std::exception& e) {
+      models.erase(name);
+      profiled[name].error = fmt::format("generating the test models failed: {}", e.what());
+      spdlog::debug("{}: {}", name, profiled[name].error);
+      continue;
+    }
+    for (const auto& [model, tm] : models[name]) origin[name][model] = {{"model", tm.model.string()}, {"shapes", tm.shapes}};
+  }
+  io::save_json_file(m.results() / "origin_testcases.json", origin);
+
+  // A job's ID carries a hash of the model bytes and the backend settings: a rerun reuses a measurement
+  // only for the very same model on the same backend configuration.
+  const uint64_t backend_hash = fnv1a(m.ws.backend_config.dump(), fnv1a(m.settings.backend));
+  std::vector<ProfileJob> jobs;
+  std::map<std::string, std::pair<std::string, std::string>> job_of;  // id → (case, model)
+  for (const auto& [name, case_models] : models)
+    for (const auto& [model, tm] : case_models) {
+      const std::string id =
+          fmt::format("{}:{}@{:016x}", name, model, fnv1a(io::read_file(tm.model), backend_hash));
+      jobs.push_back(ProfileJob{id, tm.model, {}});
+      job_of[id] = {name, model};
+    }
+
+  const fs::path journal = m.results() / "profile_journal.jsonl";
+  int pending = 0;
+  {
+    const Journal existing(journal);
+    for (const auto& job : jobs) pending += existing.records().count(job.id) == 0;
+  }
+  ProfilerOptions options;
+  options.backend = m.settings.backend;
+  options.backend_config = m.ws.backend_config;
+  options.registry_home = m.registry.home();
+  options.work_dir = m.root() / "converted";
+  options.timeout_s = m.settings.timeout_s;
+  options.worker_executable = m.settings.worker_executable;
+  options.label = "ruletest";
+  options.progress = m.settings.progress;
+  const auto outcomes = profile_models(jobs, options, journal, m.results() / "profile_error.log");
+
+  Json profiled_doc = origin;
+  for (const auto& [id, outcome] : outcomes) {
+    const auto& [name, model] = job_of.at(id);
+    ProfiledCase& pc = profiled[name];
+    if (outcome.ok) {
+      pc.latencies[model] = outcome.stats.latency();
+      profiled_doc[name][model]["latency"] = outcome.stats.latency().str();
+    } else {
+      profiled_doc[name][model]["error"] = outcome.error;
+      if (pc.error.empty()) pc.error = fmt::format("model {} failed to profile: {}", model, outcome.error);
+    }
+  }
+  io::save_json_file(m.results() / "profiled_results.json", profiled_doc);
+
+  RuleTestResult result;
+  result.rules = detect(profiled);
+  result.rules_file = rules_file();
+  result.models = static_cast<int>(jobs.size());
+  result.profiled_now = pending;
+  io::save_json_file(result.rules_file, result.rules);
+  for (const auto& [name, rule] : result.rules.items()) {
+    const Json& obey = rule.at("obey");
+    if (obey.is_null()) {
+      ++result.undecided;
+      spdlog::debug("{}: undecided: {}", name, rule.value("error", std::string("unknown reason")));
+    } else {
+      ++(obey.get<bool>() ? result.obeyed : result.not_obeyed);
+    }
+  }
+  return result;
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,141 @@
+// se, fc, reshape, concat, flatten and split.
+//
+// fc takes nn-Meter's 1-D input ([N] → [COUT], Gemm) and, after a reshape, any rank (Dense on the last
+// axis: MatMul + Add, as PyTorch exports Linear). reshape reinterprets the data without moving it:
+// [d0, d1, ..., dk] → [d1, ..., dk, d0] ([C, H, W] → [H, W, C] as nn-Meter's), [N] → [2, N/2]. concat joins
+// two inputs on the first (channel) axis; split halves it and returns both halves (the block's op2 reads
+// the first, the second stays a model output so nothing is dead code).
+#include <fmt/format.h>
+
+#include "fusion/operators.h"
+
+namespace nnmeter::fusion {
+
+namespace {
+
+using onnxb::attr_float;
+using onnxb::attr_int;
+
+int64_t product(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+// MobileNetV3's block, as the se kernel: GAP → 1x1 conv to max(1, C/4) → ReLU → 1x1 conv to C → HardSigmoid → Mul.
+OpSpec se_spec() {
+  OpSpec spec;
+  spec.name = "se";
+  spec.shape = [](const OpParams&, const Shape& in) {
+    require_rank("se", in, 3);
+    return in;
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
+    const int64_t c = in[0], mid = std::max<int64_t>(1, c / 4);
+    std::string s = g.node1("GlobalAveragePool", {x.at(0)});
+    s = onnxb::relu(g, onnxb::conv2d(g, s, {c, mid, 1, 1, 1, false}));
+    s = onnxb::conv2d(g, s, {mid, c, 1, 1, 1, false});
+    s = g.node1("HardSigmoid", {s}, {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)});
+    return std::vector<std::string>{g.node1("Mul", {x.at(0), s})};
+  };
+  return spec;
+}
+
+OpSpec fc_spec() {
+  OpSpec spec;
+  spec.name = "fc";
+  spec.shape = [](const OpParams& p, const Shape& in) {
+    require_rank("fc", in, 0);
+    Shape out = in;
+    out.back() = p.cout;
+    return out;
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
+    const int64_t k = in.back();
+    const std::string b = g.random_weight("fc_bias", {p.cout}, -0.1f, 0.1f);
+    if (in.size() == 1) {
+      const std::string w = g.he_weight("fc_weight", {p.cout, k}, k);
+      return std::vector<std::string>{g.node1("Gemm", {x.at(0), w, b}, {attr_int("transB", 1)})};
+    }
+    const std::string w = g.he_weight("fc_weight", {k, p.cout}, k);
+    return std::vector<std::string>{g.node1("Add", {g.node1("MatMul", {x.at(0), w}), b})};
+  };
+  return spec;
+}
+
+Shape reshaped(const Shape& in) {
+  require_rank("reshape", in, 0);
+  if (in.size() == 1) {
+    require_even_first("reshape", in);
+    return {2, in[0] / 2};
+  }
+  Shape out(in.begin() + 1, in.end());
+  out.push_back(in[0]);
+  return out;
+}
+
+OpSpec reshape_spec() {
+  OpSpec spec;
+  spec.name = "reshape";
+  spec.shape = [](const OpParams&, const Shape& in) { return reshaped(in); };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
+                 int64_t batch) {
+    const std::string target = g.int64_const("reshape_shape", batched(batch, reshaped(in)));
+    return std::vector<std::string>{g.node1("Reshape", {x.at(0), target})};
+  };
+  return spec;
+}
+
+OpSpec concat_spec() {
+  OpSpec spec;
+  spec.name = "concat";
+  spec.two_inputs = true;
+  spec.shape = [](const OpParams&, const Shape& in) {
+    require_rank("concat", in, 0);
+    Shape out = in;
+    out[0] *= 2;
+    return out;
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
+    return std::vector<std::string>{g.node1("Concat", {x.at(0), x.at(1)}, {attr_int("axis", 1)})};
+  };
+  return spec;
+}
+
+OpSpec flatten_spec() {
+  OpSpec spec;
+  spec.name = "flatten";
+  spec.shape = [](const OpParams&, const Shape& in) {
+    require_rank("flatten", in, 0);
+    return Shape{product(in)};
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
+    return std::vector<std::string>{g.node1("Flatten", {x.at(0)}, {attr_int("axis", 1)})};
+  };
+  return spec;
+}
+
+OpSpec split_spec() {
+  OpSpec spec;
+  spec.name = "split";
+  spec.shape = [](const OpParams&, const Shape& in) {
+    require_rank("split", in, 0);
+    require_even_first("split", in);
+    Shape out = in;
+    out[0] /= 2;
+    return out;
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
+    const std::string sizes = g.int64_const("split_sizes", {in[0] / 2, in[0] / 2});
+    return g.node("Split", {x.at(0), sizes}, {attr_int("axis", 1)}, 2);
+  };
+  return spec;
+}
+
+}  // namespace
+
+std::vector<OpSpec> structural_operator_specs() {
+  return {se_spec(), fc_spec(), reshape_spec(), concat_spec(), flatten_spec(), split_spec()};
+}
+
+}  // namespace nnmeter::fusion

@@ -1,0 +1,199 @@
+#include "fusion/testcases.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/io.h"
+#include "fusion/compose.h"
+#include "fusion/operators.h"
+#include "nnmeter/ruletest.h"
+
+namespace nnmeter::fusion {
+
+namespace {
+
+constexpr const char* kConfigFile = "ruletest_config.yaml";
+
+int64_t positive_int(const Json& config, const char* key, int64_t fallback) {
+  if (!config.contains(key) || config[key].is_null()) return fallback;
+  const Json& v = config[key];
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0)
+    throw Error(fmt::format("{}: {} must be a positive integer, got {}", kConfigFile, key, v.dump()));
+  return v.get<int64_t>();
+}
+
+std::vector<std::string> string_list(const Json& config, const char* key) {
+  std::vector<std::string> out;
+  if (!config.contains(key) || config[key].is_null()) return out;
+  if (!config[key].is_array()) throw Error(fmt::format("{}: {} must be a list", kConfigFile, key));
+  for (const auto& item : config[key]) {
+    if (!item.is_string() || item.get<std::string>().empty())
+      throw Error(fmt::format("{}: {} must list names, got {}", kConfigFile, key, item.dump()));
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+void write_model(const fs::path& file, const std::string& bytes) { io::write_file_atomic(file, bytes); }
+
+}  // namespace
+
+RuleTestConfig RuleTestConfig::parse(const Json& c) {
+  RuleTestConfig r;
+  if (c.contains("DETAIL") && !c["DETAIL"].is_null()) {
+    if (!c["DETAIL"].is_boolean()) throw Error(fmt::format("{}: DETAIL must be TRUE or FALSE", kConfigFile));
+    r.detail = c["DETAIL"].get<bool>();
+  }
+  const std::string implement = c.value("IMPLEMENT", "onnx");
+  if (implement != "onnx")
+    throw Error(fmt::format("{}: IMPLEMENT is '{}', but nn-meter builds ONNX test models: set IMPLEMENT: onnx", kConfigFile,
+                            implement));
+  r.hw = positive_int(c, "HW", r.hw);
+  r.cin = positive_int(c, "CIN", r.cin);
+  r.shape_1d = positive_int(c, "SHAPE_1D", r.shape_1d);
+  if (c.contains("EMP_ALPHA")) {
+    const Json& a = c["EMP_ALPHA"];
+    if (!a.is_number() || !std::isfinite(a.get<double>()) || a.get<double>() < 0)
+      throw Error(fmt::format("{}: EMP_ALPHA must be a number >= 0 (nn-Meter uses 0.5), got {}", kConfigFile, a.dump()));
+    r.alpha = a.get<double>();
+  }
+  r.basic = string_list(c, "BASIC_TESTCASES");
+  r.other = string_list(c, "OTHER_TESTCASES");
+  r.layers_1d = string_list(c, "LAYERS_1D");
+  return r;
+}
+
+std::optional<std::pair<std::string, std::string>> split_basic_name(const std::string& testcase) {
+  if (testcase.rfind("BF_", 0) != 0) return std::nullopt;
+  const std::string pair = testcase.substr(3);
+  const size_t sep = pair.find('_');
+  if (sep == std::string::npos || sep == 0 || sep + 1 == pair.size() || pair.find('_', sep + 1) != std::string::npos)
+    return std::nullopt;
+  return std::pair{pair.substr(0, sep), pair.substr(sep + 1)};
+}
+
+Shape basic_input_shape(const RuleTestConfig& config, const std::string& op1, const std::string& op2) {
+  const auto& l = config.layers_1d;
+  if (std::find(l.begin(), l.end(), op1) != l.end() || std::find(l.begin(), l.end(), op2) != l.end())
+    return {config.shape_1d};
+  return {config.cin, config.hw, config.hw};
+}
+
+BasicFusionCase::BasicFusionCase(std::string name, std::string op1, std::unique_ptr<Operator> first, std::string op2,
+                                 std::unique_ptr<Operator> second, Shape input, double alpha)
+    : name_(std::move(name)),
+      alias1_(op1 == op2 ? op1 + "_1" : op1),
+      alias2_(op1 == op2 ? op2 + "_2" : op2),
+      first_(std::move(first)),
+      second_(std::move(second)),
+      input_(std::move(input)),
+      alpha_(alpha) {
+  try {
+    middle_ = first_->output_shape(input_);
+    second_->output_shape(middle_);
+  } catch (const Error& e) {
+    throw Error(fmt::format("test case {}: {}", name_, e.what()));
+  }
+}
+
+std::map<std::string, TestCaseModel> BasicFusionCase::generate_testcase(const fs::path& directory, int batch_size) {
+  const onnx::ModelProto m1 = parse_model(first_->build_onnx(input_, batch_size), "operator " + alias1_);
+  const onnx::ModelProto m2 = parse_model(second_->build_onnx(middle_, batch_size), "operator " + alias2_);
+  const onnx::ModelProto block = chain(m1, m2, "operator " + alias2_ + " in " + name_);
+  std::map<std::string, TestCaseModel> out;
+  for (const auto& [model_name, model] :
+       std::vector<std::pair<std::string, const onnx::ModelProto*>>{{alias1_, &m1}, {alias2_, &m2}, {"block", &block}}) {
+    const fs::path file = directory / (name_ + "_" + model_name + ".onnx");
+    write_model(file, serialize(*model));
+    out[model_name] = TestCaseModel{file, input_shapes(*model)};
+  }
+  return out;
+}
+
+Json BasicFusionCase::run_test(const std::map<std::string, double>& latencies_ms) {
+  return {{"obey", basic_fusion_obeys(latencies_ms.at(alias1_), latencies_ms.at(alias2_), latencies_ms.at("block"), alpha_)}};
+}
+
+namespace {
+
+// MON — does the backend fuse an operator into its producer when the producer's output has more than one
+// consumer?
+//
+// nn-Meter's MON stores bool(case name), which is always true. Here the question is answered by
+// measurement. The block is a depthwise conv P whose output feeds two consumers: a ReLU C (the pair
+// BF_dwconv_relu shows the backend fuses on its own) and a second depthwise conv B (the other branch,
+// which cannot be an activation post-op of P). Two hypotheses predict the block's latency:
+//   fused:      T(P∘C) + T(B)       — C runs inside P although P's output is also read by B
+//   not fused:  T(P) + T(C) + T(B)  — the second consumer prevents the fusion
+// where T(P∘C) is the measured latency of the model P → C alone. The rule obeys when the block is closer
+// to the fused prediction. T(B) appears in both, so the decision rests on T(P) + T(C) − T(P∘C), the
+// saving BF_dwconv_relu found to be large (> EMP_ALPHA · min); this is why MON depends on it: when the
+// backend never fuses dwconv and relu, the two hypotheses coincide and MON is not evaluated.
+// A depthwise conv is the producer because it is memory-bound: a ReLU costs a sizeable share of it, so
+// the two predictions are far apart compared with measurement noise.
+class MultipleOutNodesCase final : public TestCase {
+ public:
+  explicit MultipleOutNodesCase(const Json& config)
+      : config_(RuleTestConfig::parse(config)),
+        dwconv_(create_builtin_operator("dwconv", config)),
+        relu_(create_builtin_operator("relu", config)) {}
+
+  std::map<std::string, TestCaseModel> generate_testcase(const fs::path& directory, int batch_size) override {
+    const Shape input = {config_.cin, config_.hw, config_.hw};
+    const Shape middle = dwconv_->output_shape(input);
+    const onnx::ModelProto producer = parse_model(dwconv_->build_onnx(input, batch_size), "operator dwconv");
+    const onnx::ModelProto consumer = parse_model(relu_->build_onnx(middle, batch_size), "operator relu");
+    const onnx::ModelProto branch = parse_model(dwconv_->build_onnx(middle, batch_size), "operator dwconv");
+
+    onnx::ModelProto block = producer;
+    const std::string joint = producer.graph().output(0).name();
+    append_model(block, joint, consumer, "relu_", "operator relu");
+    append_model(block, joint, branch, "branch_", "operator dwconv");
+    drop_output(block, joint);
+
+    std::map<std::string, TestCaseModel> out;
+    const std::vector<std::pair<std::string, onnx::ModelProto>> models = {
+        {"dwconv", producer}, {"relu", consumer}, {"dwconv_relu", chain(producer, consumer, "operator relu")},
+        {"branch", branch},   {"block", block}};
+    for (const auto& [name, model] : models) {
+      const fs::path file = directory / ("MON_" + name + ".onnx");
+      write_model(file, serialize(model));
+      out[name] = TestCaseModel{file, input_shapes(model)};
+    }
+    return out;
+  }
+
+  Json run_test(const std::map<std::string, double>& t) override {
+    return {{"obey", mon_obeys(t.at("dwconv"), t.at("relu"), t.at("dwconv_relu"), t.at("branch"), t.at("block"))}};
+  }
+
+  std::vector<std::string> depends_on() const override { return {"BF_dwconv_relu"}; }
+
+ private:
+  RuleTestConfig config_;
+  std::unique_ptr<Operator> dwconv_, relu_;
+};
+
+}  // namespace
+
+std::unique_ptr<TestCase> make_mon_case(const Json& ruletest_config) {
+  return std::make_unique<MultipleOutNodesCase>(ruletest_config);
+}
+
+}  // namespace nnmeter::fusion
+
+namespace nnmeter {
+
+bool basic_fusion_obeys(double t1_ms, double t2_ms, double t12_ms, double alpha) {
+  return (t1_ms + t2_ms) - t12_ms > alpha * std::min(t1_ms, t2_ms);
+}
+
+bool mon_obeys(double producer_ms, double consumer_ms, double fused_pair_ms, double branch_ms, double block_ms) {
+  const double fused = fused_pair_ms + branch_ms;
+  const double separate = producer_ms + consumer_ms + branch_ms;
+  return std::fabs(block_ms - fused) < std::fabs(block_ms - separate);
+}
+
+}  // namespace nnmeter
