@@ -1,4 +1,5 @@
-// Writes the model zoo as ONNX files plus zoo.json (name, file, FLOPs) for the benchmark scripts.
+// Writes the model zoo (or the named models) as ONNX files plus zoo.json (name, file, FLOPs) for the
+// benchmark scripts and the main job.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -8,14 +9,16 @@
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: backend_export_zoo OUT_DIR [RESOLUTION]\n";
+    std::cerr << "usage: backend_export_zoo OUT_DIR [RESOLUTION [NAME...]]\n";
     return 2;
   }
   try {
     const nnmeter::fs::path dir = argv[1];
     const int64_t res = argc > 2 ? std::stoll(argv[2]) : 224;
     nnmeter::Json index = nnmeter::Json::array();
-    for (const auto& name : nnmeter::zoo::model_names()) {
+    const std::vector<std::string> names =
+        argc > 3 ? std::vector<std::string>(argv + 3, argv + argc) : nnmeter::zoo::model_names();
+    for (const auto& name : names) {
       const auto m = nnmeter::zoo::build(name, res);
       const auto file = dir / (name + ".onnx");
       nnmeter::io::write_file_atomic(file, m.model.SerializeAsString());

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: build nn-meter; walk through registration with the example
 # plugins; then build kernel latency predictors for onednn_cpu (the embedded backend) for the main kernels
-# with modest sample counts, print their accuracy table and register the predictor. About 15 minutes on
+# with modest sample counts, print their accuracy table, register the predictor (with the backend's fusion
+# rules) and predict two CNNs, measuring them for comparison. About 15 minutes on
 # 2 cores. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-main-job-output}")"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser
+cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser backend_export_zoo
 nnm="$PWD/build/nn-meter"
 export NN_METER_HOME="$out/home"
 rm -rf "$out" && mkdir -p "$out"
@@ -61,3 +62,12 @@ YAML
 step build --workspace "$ws" --backend onednn_cpu --predictor-name onednn_cpu_demo
 step register --predictor "$ws/predictor_build/predictor/meta.yaml"
 step --list-predictors
+
+# Use it: predict real CNNs without running them, then measure them on the backend to compare.
+build/bench/backend_export_zoo "$out/models" 224 mobilenet_v2 resnet18 >/dev/null
+step predict --predictor onednn_cpu_demo --onnx "$out/models"
+step predict --predictor onednn_cpu_demo --onnx "$out/models/mobilenet_v2.onnx" --verbose
+step get_ir --onnx "$out/models/mobilenet_v2.onnx"
+for m in mobilenet_v2 resnet18; do
+  step benchmark --backend onednn_cpu --onnx "$out/models/$m.onnx" --threads 1
+done

@@ -139,6 +139,17 @@ KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Js
 
 KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
                                                    const std::vector<KernelConfig>& configs, const std::string& mark) {
+  // A rerun after an interruption continues the configs this step sampled before (the journal then skips
+  // the ones already profiled) instead of sampling again: the same seed would only yield duplicates.
+  const fs::path earlier = results_dir() / (kernel_type + "_" + mark + ".json");
+  if (fs::exists(earlier)) {
+    const Json doc = io::load_json_file(earlier);
+    if (doc.is_object() && doc.contains(kernel_type) && doc[kernel_type].is_object() && !doc[kernel_type].empty()) {
+      spdlog::info("{}: continuing the {} configs sampled earlier in {}", kernel_type, doc[kernel_type].size(),
+                   earlier.string());
+      return profile_kernel_data(kernel_type, doc[kernel_type]);
+    }
+  }
   const SampleResult sampled = generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs,
                                                       seed_for(kernel_type, mark));
   return profile_kernel_data(kernel_type, sampled.new_entries);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "nnmeter/builder.h"
@@ -20,14 +21,6 @@ struct BuildArgs {
   uint64_t seed = 1;
   bool no_ruletest = false;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 Builder make_builder(Context& ctx, const BuildArgs& a) {
   BuilderSettings settings;

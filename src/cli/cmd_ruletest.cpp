@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "cli/args.h"
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "nnmeter/ruletest.h"
@@ -16,14 +17,6 @@ struct RuleTestArgs {
   std::string workspace, backend, testcases;
   double timeout_s = 300;
 };
-
-std::vector<std::string> split_list(const std::string& text) {
-  std::vector<std::string> out;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 
 void ruletest(Context& ctx, const RuleTestArgs& a) {
   if (!(a.timeout_s > 0)) throw Error("--timeout must be positive");

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "common/io.h"
@@ -168,6 +170,27 @@ std::vector<std::string> RuleTester::depends_on(const std::string& testcase) con
 const Workspace& RuleTester::workspace() const { return impl_->ws; }
 fs::path RuleTester::rules_file() const { return impl_->results() / "detected_fusion_rule.json"; }
 
+// nn-Meter's criterion compares (T1 + T2) − T12 with α·min(T1, T2), each an average of noisy runs. When
+// one op dwarfs the other (a 3 ms conv and a 30 µs activation at nn-Meter's default sizes) the margin is
+// smaller than the run-to-run spread and the verdict would be a coin flip; such a case is reported
+// undecided with what to change, never guessed.
+namespace {
+
+std::optional<std::string> within_noise(const std::map<std::string, Latency>& latencies,
+                                        const std::pair<std::string, std::string>& ops, double alpha) {
+  const Latency& t1 = latencies.at(ops.first);
+  const Latency& t2 = latencies.at(ops.second);
+  const Latency& t12 = latencies.at("block");
+  const double margin = (t1.avg + t2.avg - t12.avg) - alpha * std::min(t1.avg, t2.avg);
+  const double spread = 2 * std::sqrt(t1.std * t1.std + t2.std * t2.std + t12.std * t12.std);
+  if (std::fabs(margin) > spread) return std::nullopt;
+  return fmt::format("undecidable: the margin {:.4f} ms is within the measurement noise (±{:.4f} ms); use smaller HW, CIN "
+                     "or COUT in ruletest_config.yaml so both ops take comparable time, or more NUM_RUNS",
+                     margin, spread);
+}
+
+}  // namespace
+
 Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) const {
   const Impl& m = *impl_;
   Json rules = Json::object();
@@ -199,6 +222,9 @@ Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) con
           rule = {{"obey", nullptr}, {"error", "the test case returned no boolean \"obey\": " + rule.dump()}};
       } catch (const std::exception& e) {
         rule = {{"obey", nullptr}, {"error", std::string("the test case failed to decide: ") + e.what()}};
+      }
+      if (entry.ops && rule["obey"].is_boolean()) {
+        if (auto noise = within_noise(it->second.latencies, *entry.ops, m.config.alpha)) rule = {{"obey", nullptr}, {"error", *noise}};
       }
       if (m.config.detail) {
         Json latency = Json::object();

@@ -17,14 +17,6 @@ extern char** environ;
 namespace nnmeter::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-size_t count_lines(const fs::path& p) {
-  if (!fs::exists(p)) return 0;
-  const std::string text = read_text(p);
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 fs::path make_workspace(const TempDir& tmp, const std::string& kernels_yaml) {
   const fs::path ws = tmp / "ws";
   CliResult created = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
@@ -64,6 +56,25 @@ TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
   CliResult reg = run_cli({"register", "--predictor", (predictor / "meta.yaml").string()}, tmp / "home");
   ASSERT_EQ(reg.exit_code, 0) << reg.err;
   EXPECT_TRUE(contains(run_cli({"--list-predictors"}, tmp / "home").out, "[Predictor] tiny: version=1.0"));
+}
+
+TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp,
+                                     "  relu:\n    INIT_SAMPLE_NUM: 20\n    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 2\n"
+                                     "    ERROR_THRESHOLD: 0.1\n");
+  const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
+  CliResult first = run_cli(build, tmp / "home");
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const fs::path results = ws / "predictor_build" / "results";
+  const size_t profiled = count_lines(results / "profile_journal_relu.jsonl");
+  const std::string predictor = read_text(ws / "predictor_build" / "predictor" / "relu.json");
+
+  CliResult again = run_cli(build, tmp / "home");
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_TRUE(contains(again.out, "relu: continuing the 20 configs sampled earlier")) << again.out;
+  EXPECT_EQ(count_lines(results / "profile_journal_relu.jsonl"), profiled) << "nothing is profiled twice";
+  EXPECT_EQ(read_text(ws / "predictor_build" / "predictor" / "relu.json"), predictor) << "same data, same predictor";
 }
 
 TEST(BuildCli, UnknownKernelInTheYamlFailsBeforeAnyWork) {

@@ -8,8 +8,6 @@
 namespace nnmeter::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 class RegisterErrors : public ::testing::Test {
  protected:
   void SetUp() override {

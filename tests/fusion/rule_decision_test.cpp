@@ -93,6 +93,18 @@ TEST_F(RuleTesterFixture, DecidesFromLatencies) {
   EXPECT_EQ(rules.size(), 4u);
 }
 
+TEST_F(RuleTesterFixture, MarginWithinTheMeasurementNoiseIsUndecidedNotGuessed) {
+  const RuleTester t = tester({"conv_relu", "conv_bn"});
+  ProfiledCase heavy;  // a 3 ms conv with ±2 % spread hides a 30 µs ReLU either way
+  heavy.latencies = {{"conv", Latency{3.0, 0.06}}, {"relu", Latency{0.03, 0.001}}, {"block", Latency{3.01, 0.06}}};
+  ProfiledCase clear;  // the same spread, but the BN clearly vanishes into the conv
+  clear.latencies = {{"conv", Latency{3.0, 0.06}}, {"bn", Latency{0.9, 0.02}}, {"block", Latency{3.02, 0.06}}};
+  const Json rules = t.detect({{"BF_conv_relu", heavy}, {"BF_conv_bn", clear}});
+  EXPECT_TRUE(rules["BF_conv_relu"]["obey"].is_null()) << rules.dump();
+  EXPECT_NE(rules["BF_conv_relu"].value("error", "").find("within the measurement noise"), std::string::npos) << rules.dump();
+  EXPECT_EQ(rules["BF_conv_bn"]["obey"], true) << rules.dump();
+}
+
 TEST_F(RuleTesterFixture, DependencyNotObeyedMeansFalseWithoutEvaluation) {
   const RuleTester t = tester({"MON"});
   // MON's own latencies would say "fused"; the dependency decides first.

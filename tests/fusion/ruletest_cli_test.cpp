@@ -10,14 +10,6 @@
 namespace nnmeter::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-size_t count_lines(const fs::path& p) {
-  if (!fs::exists(p)) return 0;
-  const std::string text = read_text(p);
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 // Quick measurements: these tests check decisions with large margins, not latency figures.
 const char* kQuickOnednn = "NUM_THREADS: 1\nWARMUP_RUNS: 3\nNUM_RUNS: 10\nNUM_ROUNDS: 5\nMIN_TIME_MS: 10\nMAX_RETRIES: 1\n";
 
@@ -91,8 +83,12 @@ TEST(RuletestCli, OnednnFusesConvReluAndConvBnButNotReluRelu) {
   EXPECT_EQ(rules["BF_conv_relu"]["obey"], true) << rules.dump(2);  // ReLU runs as the conv's post-op
   EXPECT_EQ(rules["BF_conv_bn"]["obey"], true) << rules.dump(2);    // BN is folded into the conv weights
   EXPECT_EQ(rules["BF_relu_relu"]["obey"], false) << rules.dump(2);  // no eltwise-into-eltwise fusion
+  // The others are decided, or undecided because their margin drowned in this machine's noise — never
+  // anything else.
   for (const std::string tc : {"BF_add_relu", "BF_dwconv_relu", "MON"})
-    EXPECT_TRUE(rules[tc]["obey"].is_boolean()) << rules.dump(2);
+    EXPECT_TRUE(rules[tc]["obey"].is_boolean() || contains(rules[tc].value("error", ""), "measurement noise") ||
+                contains(rules[tc].value("error", ""), "could not be decided"))
+        << rules.dump(2);
   for (const std::string key : {"conv", "relu", "block", "ops"})
     EXPECT_TRUE(rules["BF_conv_relu"]["latency"].contains(key)) << key;
 
@@ -119,7 +115,10 @@ TEST(RuletestCli, OnednnDoesNotFuseIntoAProducerWithTwoConsumers) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const Json rules = Json::parse(r.out);
   EXPECT_EQ(rules.size(), 2u) << rules.dump(2);
-  EXPECT_TRUE(rules["BF_dwconv_relu"]["obey"].is_boolean()) << rules.dump(2);
+  if (rules["BF_dwconv_relu"]["obey"].is_null()) {
+    ASSERT_TRUE(contains(rules["BF_dwconv_relu"].value("error", ""), "measurement noise")) << rules.dump(2);
+    GTEST_SKIP() << "BF_dwconv_relu drowned in this machine's noise, so MON could not be decided";
+  }
   EXPECT_EQ(rules["MON"]["obey"], false) << rules.dump(2);
 }
 

@@ -6,8 +6,6 @@
 namespace nnmeter::test {
 namespace {
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
 class PredictCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -12,11 +12,6 @@ namespace {
 
 using test::TempDir;
 
-size_t count_lines(const fs::path& p) {
-  const std::string text = test::read_text(p);
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
 class ProfileModels : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -65,9 +60,9 @@ TEST_F(ProfileModels, CrashHangAndErrorCostOneSampleEach) {
   EXPECT_NE(outcomes.at("DHANGX").error.find("timed out after 3 s"), std::string::npos) << outcomes.at("DHANGX").error;
   EXPECT_FALSE(outcomes.at("EFAILX").ok);
   EXPECT_NE(outcomes.at("EFAILX").error.find("cannot run this model"), std::string::npos) << outcomes.at("EFAILX").error;
-  EXPECT_EQ(count_lines(journal), jobs.size());
+  EXPECT_EQ(test::count_lines(journal), jobs.size());
   const std::string errors = test::read_text(error_log);
-  EXPECT_EQ(count_lines(error_log), 3u) << errors;
+  EXPECT_EQ(test::count_lines(error_log), 3u) << errors;
   EXPECT_NE(errors.find("BCRASH: "), std::string::npos);
 }
 
@@ -76,7 +71,7 @@ TEST_F(ProfileModels, ResumeNeverProfilesAnIdTwiceAndSurvivesATornRecord) {
   const fs::path error_log = tmp / "results" / "profile_error.log";
   std::vector<ProfileJob> first(jobs.begin(), jobs.begin() + 1);
   profile_models(first, options, journal, error_log);
-  EXPECT_EQ(count_lines(tmp / "calls.txt"), 1u);
+  EXPECT_EQ(test::count_lines(tmp / "calls.txt"), 1u);
   // A process killed mid-append leaves half a line: it is cut off, and the finished record is kept.
   {
     std::ofstream torn(journal, std::ios::app);
@@ -86,10 +81,10 @@ TEST_F(ProfileModels, ResumeNeverProfilesAnIdTwiceAndSurvivesATornRecord) {
   EXPECT_TRUE(outcomes.at("AAAAAA").ok);
   EXPECT_TRUE(outcomes.at("CCCCCC").ok);
   const std::string calls = test::read_text(tmp / "calls.txt");
-  EXPECT_EQ(count_lines(tmp / "calls.txt"), 2u) << calls;  // AAAAAA was not profiled again
-  EXPECT_EQ(count_lines(journal), 2u);
+  EXPECT_EQ(test::count_lines(tmp / "calls.txt"), 2u) << calls;  // AAAAAA was not profiled again
+  EXPECT_EQ(test::count_lines(journal), 2u);
   profile_models({jobs[0], jobs[2]}, options, journal, error_log);
-  EXPECT_EQ(count_lines(tmp / "calls.txt"), 2u);
+  EXPECT_EQ(test::count_lines(tmp / "calls.txt"), 2u);
 }
 
 TEST_F(ProfileModels, UnknownBackendFailsTheRunWithOneLine) {

@@ -1,5 +1,7 @@
 #include "support/test_support.h"
 
+#include <algorithm>
+
 #include "nnmeter/common.h"
 
 #include <fcntl.h>
@@ -42,6 +44,12 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
+}
+
+size_t count_lines(const fs::path& path) {
+  if (!fs::exists(path)) return 0;
+  const std::string text = read_text(path);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
 }
 
 std::string read_text(const fs::path& path) {

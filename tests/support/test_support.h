@@ -45,4 +45,8 @@ std::string error_of(const std::function<void()>& f);
 std::string read_text(const fs::path& path);
 void write_text(const fs::path& path, const std::string& text);
 
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+// Lines of a text file (journals, logs); 0 when it does not exist.
+size_t count_lines(const fs::path& path);
+
 }  // namespace nnmeter::test
