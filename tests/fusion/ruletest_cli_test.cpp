@@ -80,9 +80,21 @@ TEST(RuletestCli, OnednnFusesConvReluAndConvBnButNotReluRelu) {
 
   const Json rules = io::load_json_file(rules_file);
   EXPECT_EQ(rules.size(), 6u) << rules.dump(2);
-  EXPECT_EQ(rules["BF_conv_relu"]["obey"], true) << rules.dump(2);  // ReLU runs as the conv's post-op
-  EXPECT_EQ(rules["BF_conv_bn"]["obey"], true) << rules.dump(2);    // BN is folded into the conv weights
-  EXPECT_EQ(rules["BF_relu_relu"]["obey"], false) << rules.dump(2);  // no eltwise-into-eltwise fusion
+  // ReLU runs as the conv's post-op, BN is folded into the conv weights, ReLU never fuses into ReLU. On a
+  // loaded machine a margin may drown in the noise: then the case must say so (undecided), never decide
+  // wrongly; at least one of the three must be decided.
+  int decided = 0;
+  for (const auto& [tc, expected] : std::vector<std::pair<std::string, bool>>{
+           {"BF_conv_relu", true}, {"BF_conv_bn", true}, {"BF_relu_relu", false}}) {
+    const Json& obey = rules[tc]["obey"];
+    if (obey.is_boolean()) {
+      EXPECT_EQ(obey.get<bool>(), expected) << tc << ": " << rules.dump(2);
+      ++decided;
+    } else {
+      EXPECT_TRUE(contains(rules[tc].value("error", ""), "measurement noise")) << tc << ": " << rules.dump(2);
+    }
+  }
+  EXPECT_GE(decided, 1) << rules.dump(2);
   // The others are decided, or undecided because their margin drowned in this machine's noise — never
   // anything else.
   for (const std::string tc : {"BF_add_relu", "BF_dwconv_relu", "MON"})
