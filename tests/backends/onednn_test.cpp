@@ -186,6 +186,18 @@ TEST_P(ZooModels, MatchPlainReference) {
 INSTANTIATE_TEST_SUITE_P(OneDnn, ZooModels, ::testing::ValuesIn(zoo::model_names()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
+TEST(ZooWidths, NarrowerNetworksStayConsistentAndCostLess) {
+  // The width multiplier must keep every residual add, SE multiply, split and concat shape-consistent.
+  for (const std::string name : {"mobilenet_v2", "mobilenet_v3_large", "shufflenet_v2_x1_0", "efficientnet_b0",
+                                 "resnet50", "densenet121", "googlenet"}) {
+    const auto half = zoo::build(name, 64, 0.5);
+    const auto full = zoo::build(name, 64, 1.0);
+    EXPECT_LT(half.flops, 0.6 * full.flops) << name;
+    expect_matches_reference(half.model, 1e-3);
+  }
+  EXPECT_THROW(zoo::build("resnet18", 64, 0.0), Error);
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Errors: one line naming the op, the node and the attribute; never a crash.
 

@@ -25,6 +25,11 @@ TEST(Workspace, TfliteWorkspaceHasNnMeterDefaults) {
   EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["dwconv-bn-relu"]["INIT_SAMPLE_NUM"], 5000);
   EXPECT_EQ(ws.predictorbuild_config["KERNELS"]["add"]["ERROR_THRESHOLD"], 0.1);
   EXPECT_EQ(ws.ruletest_config["EMP_ALPHA"], 0.5);
+  // Not nn-Meter's 28/64/128/3x3: sizes at which both ops of a pair take comparable time on a CPU.
+  EXPECT_EQ(ws.ruletest_config["HW"], 112);
+  EXPECT_EQ(ws.ruletest_config["CIN"], 4);
+  EXPECT_EQ(ws.ruletest_config["COUT"], 32);
+  EXPECT_EQ(ws.ruletest_config["KERNEL_SIZE"], 1);
   EXPECT_EQ(ws.ruletest_config["BASIC_TESTCASES"].size(), 79u);
   EXPECT_EQ(ws.ruletest_config["OTHER_TESTCASES"], Json::array({"MON"}));
   EXPECT_EQ(ws.ruletest_config["LAYERS_1D"], Json::array({"fc"}));
