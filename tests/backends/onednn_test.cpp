@@ -367,20 +367,44 @@ TEST(OneDnnProfiling, PlanFileListsExcludedEdgeReorders) {
   expect_matches_reference(model);
 }
 
+// Settings under which measure() calls `run` exactly 1 + warmup + rounds * runs times.
+MeasureSettings exact_settings(int warmup, int runs, int rounds) {
+  MeasureSettings s;
+  s.warmup_runs = warmup;
+  s.runs = runs;
+  s.rounds = rounds;
+  s.min_time_ms = 0;
+  s.max_busy = 1e9;  // never re-measure
+  return s;
+}
+
 TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
   int calls = 0;
-  MeasureSettings s;
-  s.warmup_runs = 2;
-  s.runs = 4;
-  s.rounds = 3;
-  s.min_time_ms = 0;
-  s.max_busy = 1e9;  // never re-measure: the call count is then exact
+  MeasureSettings s = exact_settings(2, 4, 3);
   const auto m = measure([&] { ++calls; }, s);
   EXPECT_EQ(calls, 1 + 2 + 3 * 4);
   EXPECT_EQ(m.stats.count, 3);
   EXPECT_EQ(m.run_samples_ms.size(), 12u);
   s.runs = 0;
   EXPECT_THROW(measure([] {}, s), Error);
+}
+
+// Cold caches are the default (docs/profiling.md): every timed run is preceded by reading twice the L2,
+// which does not change what is counted, only where the data starts.
+TEST(OneDnnBackend, ColdCacheIsTheDefaultAndCanBeTurnedOff) {
+  const size_t flush = private_cache_flush_bytes();
+  EXPECT_GE(flush, size_t{128} << 10);  // no x86 core has less than 64 KiB of L2
+  EXPECT_EQ(flush % 1024, 0u);
+  const auto params = builtin_backends()[0].params;
+  EXPECT_EQ(measure_settings(resolve_backend_config(params, Json::object(), "t")).flush_bytes, flush);
+  EXPECT_EQ(measure_settings(resolve_backend_config(params, Json{{"COLD_CACHE", false}}, "t")).flush_bytes, 0u);
+
+  int calls = 0;
+  MeasureSettings s = exact_settings(1, 3, 2);
+  s.flush_bytes = flush;
+  const auto m = measure([&] { ++calls; }, s);
+  EXPECT_EQ(calls, 1 + 1 + 2 * 3);
+  EXPECT_EQ(m.stats.count, 2);
 }
 
 }  // namespace

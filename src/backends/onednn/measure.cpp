@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -123,7 +124,44 @@ class Pinning {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 50); }
 
+// Reading every cache line of a private buffer per thread evicts what the previous run left in L1/L2.
+class CacheFlusher {
+ public:
+  CacheFlusher(size_t bytes, int threads)
+      : bytes_(bytes), threads_(std::max(1, threads)), buffer_(bytes * static_cast<size_t>(threads_), 1) {}
+  void operator()() {
+    if (bytes_ == 0) return;
+    unsigned sum = 0;
+#pragma omp parallel num_threads(threads_) reduction(+ : sum)
+    {
+      const uint8_t* slice = buffer_.data() + bytes_ * static_cast<size_t>(omp_get_thread_num());
+      for (size_t i = 0; i < bytes_; i += 64) sum += slice[i];
+    }
+    sink_ = sink_ + sum;
+  }
+
+ private:
+  size_t bytes_;
+  int threads_;
+  std::vector<uint8_t> buffer_;
+  volatile unsigned sink_ = 0;  // keeps the reads from being optimized away
+};
+
 }  // namespace
+
+size_t private_cache_flush_bytes() {
+  for (int index = 0; index < 8; ++index) {
+    const fs::path dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}", index);
+    std::ifstream level(dir / "level"), size(dir / "size");
+    int l = 0;
+    std::string text;
+    if (!(level >> l) || l != 2 || !(size >> text) || text.empty()) continue;
+    size_t kib = std::strtoull(text.c_str(), nullptr, 10);
+    if (text.back() == 'M') kib *= 1024;
+    if (kib > 0) return 2 * kib * 1024;
+  }
+  return size_t{4} << 20;
+}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -148,6 +186,7 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s) 
   m.first_run_ms = ms_since(t0);
   for (int i = 0; i < s.warmup_runs; ++i) run();
 
+  CacheFlusher flush(s.flush_bytes, s.threads);
   std::vector<double> round_medians;
   while (static_cast<int>(round_medians.size()) < s.rounds) {
     std::vector<double> samples;
@@ -155,6 +194,7 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s) 
     const double own_before = own_cpu_seconds();
     const auto round_start = Clock::now();
     while (static_cast<int>(samples.size()) < s.runs || ms_since(round_start) < s.min_time_ms) {
+      flush();
       t0 = Clock::now();
       run();
       samples.push_back(ms_since(t0));

@@ -20,6 +20,9 @@ struct MeasureSettings {
   bool pin = true;          // pin the measuring threads to the least busy CPUs
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
+  // Bytes each measuring thread reads before every timed run (untimed) to push the model's data out of
+  // its private caches; 0 = runs back to back with warm caches.
+  size_t flush_bytes = 0;
 };
 
 struct Measurement {
@@ -32,6 +35,9 @@ struct Measurement {
 };
 
 Measurement measure(const std::function<void()>& run, const MeasureSettings& settings);
+
+// Twice the per-core L2 cache (sysfs), enough to evict it; 4 MiB when the size cannot be read.
+size_t private_cache_flush_bytes();
 
 // The p-th percentile (0..100) by linear interpolation; 0 for no samples.
 double percentile(std::vector<double> samples, double p);

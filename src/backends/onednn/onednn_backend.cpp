@@ -124,6 +124,9 @@ const std::vector<BackendParam>& backend_params() {
       param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)"),
       param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run"),
       param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms"),
+      param("COLD_CACHE", T::Bool, true,
+            "Evict the CPU's private caches before every timed run, so a kernel finds its weights and input "
+            "where a layer inside a network does; false: back-to-back warm runs"),
       param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
       param("MAX_BUSY", T::Float, 0.10,
             "A round during which other processes used more than this share of the measuring CPUs is measured again"),
@@ -148,6 +151,7 @@ MeasureSettings measure_settings(const Json& config) {
   s.pin = config.value("PIN_CPU", s.pin);
   s.max_busy = config.value("MAX_BUSY", s.max_busy);
   s.max_retries = config.value("MAX_RETRIES", s.max_retries);
+  if (config.value("COLD_CACHE", true)) s.flush_bytes = private_cache_flush_bytes();
   return s;
 }
 
