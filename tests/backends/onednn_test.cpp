@@ -348,6 +348,32 @@ TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
   EXPECT_EQ(engine.forward(in1)[0].data, want1);
 }
 
+// A kernel model is timed as if it sat between two convs: an op that is not a conv gets its input in the
+// layout a conv writes (staged, untimed) and pays, timed, the reorders it needs from there and back into
+// the layout a conv reads — as a channel shuffle between two convs does in ShuffleNet.
+TEST(OneDnnProfiling, NonConvKernelsPayTheReordersANetworkPays) {
+  const Shape shape{1, 116, 28, 28};
+  Builder sb("shuffle", 13, 2);
+  const auto shuffle = one_output(sb, sb.channel_shuffle(sb.input("x", shape), 2));
+  expect_matches_reference(shuffle);
+  const Json timed = Engine(load_graph(shuffle, "shuffle"), EngineOptions{1}).plan(Pipeline::Profiling);
+  Builder rb("relu", 13, 3);
+  const auto relu = one_output(rb, rb.relu(rb.input("x", shape)));
+  expect_matches_reference(relu);
+  const Json relu_timed = Engine(load_graph(relu, "relu"), EngineOptions{1}).plan(Pipeline::Profiling);
+  // oneDNN's convs of 116 channels (AVX2 and up) use a blocked or NHWC layout, not plain NCHW: the shuffle
+  // (defined on NCHW) needs one reorder in and one out.
+  int layout_changes = 0;
+  for (const auto& step : timed["steps"])
+    layout_changes += step["primitive"] == "reorder" && step.value("why", "").rfind("layout of", 0) == 0;
+  EXPECT_EQ(layout_changes, 2) << timed.dump(1);
+  ASSERT_EQ(timed["excluded_edge_reorders"].size(), 1u) << timed.dump(1);  // the staging into the conv's layout
+  EXPECT_EQ(timed["excluded_edge_reorders"][0]["edge"], "input");
+  // ReLU runs in whatever layout it finds: nothing to reorder, inside a network or here.
+  EXPECT_EQ(relu_timed["reorders"], 0) << relu_timed.dump(1);
+  EXPECT_EQ(relu_timed["primitives"], 1) << relu_timed.dump(1);
+}
+
 // The plan file written at conversion records what profile() leaves out of the timer.
 TEST(OneDnnProfiling, PlanFileListsExcludedEdgeReorders) {
   test::TempDir dir;

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "backends/onednn/graph_internal.h"
 
@@ -832,14 +833,51 @@ struct Engine::Impl {
     }
   }
 
+  // The layouts oneDNN gives a 1x1 conv's source and destination for an activation of this NCHW shape:
+  // what a layer inside a CNN reads and writes. None for other ranks.
+  std::optional<std::pair<memory::desc, memory::desc>> conv_layouts(const Shape& s) {
+    if (s.size() != 4) return std::nullopt;
+    const memory::dims d = to_dims(s);
+    const memory::desc any(d, dt::f32, tag::any);
+    const memory::desc w({d[1], d[1], 1, 1}, dt::f32, tag::any);
+    try {
+      dnnl::convolution_forward::desc cd(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, any,
+                                         w, any, {1, 1}, {0, 0}, {0, 0});
+      const dnnl::convolution_forward::primitive_desc pd(cd, eng);
+      return std::pair{pd.src_desc(), pd.dst_desc()};
+    } catch (const dnnl::error&) {
+      return std::nullopt;
+    }
+  }
+
+  // A graph input stands for an activation inside a network. Read only by primitives that pick their own
+  // layout, it stays plain and as_desc stages it into theirs (an input edge, untimed). Read by anything
+  // else, it arrives in the layout a conv writes (staged once, untimed), so the reorders those ops need
+  // from there are timed, as a network pays them.
+  memory arrival_memory(int id, const memory& plain) {
+    const Value& v = g.value(id);
+    bool only_layout_pickers = true;
+    for (int c : v.consumers) {
+      const Node& n = g.nodes[static_cast<size_t>(c)];
+      if (!n.removed && n.op != "Conv" && n.op != "ConvTranspose" && n.op != "Gemm" && n.op != "MatMul")
+        only_layout_pickers = false;
+    }
+    const auto layouts = conv_layouts(v.shape);
+    if (only_layout_pickers || !layouts || layouts->second == plain.get_desc()) return plain;
+    memory staged(layouts->second, eng);
+    reorder_step(plain, staged, "layout a conv writes for '" + v.name + "'");
+    mark_edge(steps.back(), Edge::Input, v.name);
+    return staged;
+  }
+
   void compile() {
     check_sizes();
     slots.resize(g.values.size());
     for (int id : g.inputs) {
       memory m(plain_md(g.value(id).shape), eng);
-      bind(id, m);
-      slots[static_cast<size_t>(id)].pinned = true;
       inputs.push_back(m);
+      bind(id, arrival_memory(id, m));
+      slots[static_cast<size_t>(id)].pinned = true;
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const auto& n = g.nodes[i];
@@ -854,6 +892,10 @@ struct Engine::Impl {
     }
     current = static_cast<int>(g.nodes.size());
     for (int id : g.outputs) {
+      // Inside a network a conv reads this activation. An op that wrote it in plain layout leaves the
+      // reorder into the conv's layout to be paid there: it is part of this model's cost (timed).
+      if (const auto layouts = conv_layouts(g.value(id).shape); layouts && mem(id).get_desc() == plain_md(g.value(id).shape))
+        as_desc(id, layouts->first);
       const size_t before = steps.size();
       outputs.push_back(as_plain(id));
       for (size_t i = before; i < steps.size(); ++i) mark_edge(steps[i], Edge::Output, g.value(id).name);
