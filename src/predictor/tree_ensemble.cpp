@@ -1,5 +1,6 @@
 #include "predictor/tree_ensemble.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -23,6 +24,7 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_c
   if (booster.value("name", "") != "gbtree" || num_target != "1" || num_class != "0")
     throw Error(origin + " is not a single-target gbtree model, which nn-meter does not predict with");
   TreeEnsemble e;
+  e.feature_count_ = feature_count;
   // XGBoost writes the float with enough digits to read it back exactly.
   e.base_score_ = std::strtof(member(param, "base_score", origin).get<std::string>().c_str(), nullptr);
   for (const Json& tree : member(member(booster, "model", origin), "trees", origin)) {
@@ -40,23 +42,37 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_c
     for (size_t i = 0; i < n; ++i) {
       if (type[i] != 0) throw Error(origin + " has categorical splits, which nn-meter does not predict with");
       const bool leaf = left[i] < 0;
-      if (!leaf && (left[i] >= static_cast<int32_t>(n) || right[i] < 0 || right[i] >= static_cast<int32_t>(n) ||
-                    feature[i] >= feature_count))
+      if (!leaf && (right[i] != left[i] + 1 || right[i] >= static_cast<int32_t>(n) || feature[i] >= feature_count))
         throw Error(origin + " has a tree with a child or feature out of range: rebuild the predictor");
-      e.nodes_.push_back({leaf ? -1 : left[i] + offset, leaf ? -1 : right[i] + offset, feature[i], value[i], default_left[i] != 0});
+      e.nodes_.push_back({leaf ? -1 : left[i] + offset, feature[i], value[i], default_left[i] != 0});
     }
   }
   return e;
 }
 
 float TreeEnsemble::predict(const float* row) const {
+  const bool missing = std::any_of(row, row + feature_count_, [](float x) { return std::isnan(x); });
+  return missing ? predict_with_missing(row) : predict_complete(row);
+}
+
+float TreeEnsemble::predict_complete(const float* row) const {
+  float sum = base_score_;
+  for (int32_t id : roots_) {
+    const Node* node = &nodes_[static_cast<size_t>(id)];
+    while (node->left >= 0) node = &nodes_[static_cast<size_t>(node->left + !(row[node->feature] < node->value))];
+    sum += node->value;
+  }
+  return sum;
+}
+
+float TreeEnsemble::predict_with_missing(const float* row) const {
   float sum = base_score_;
   for (int32_t id : roots_) {
     const Node* node = &nodes_[static_cast<size_t>(id)];
     while (node->left >= 0) {
       const float x = row[node->feature];
-      const bool left = std::isnan(x) ? node->default_left : x < node->value;
-      node = &nodes_[static_cast<size_t>(left ? node->left : node->right)];
+      const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
+      node = &nodes_[static_cast<size_t>(node->left + right)];
     }
     sum += node->value;
   }

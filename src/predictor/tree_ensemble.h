@@ -22,14 +22,19 @@ class TreeEnsemble {
   float predict(const float* row) const;
 
  private:
+  // XGBoost allocates a node's children together (right = left + 1) and relies on it when predicting;
+  // so does this class, which makes the step down the tree branch-free.
   struct Node {
     int32_t left = -1;  // -1: a leaf, whose value is `value`
-    int32_t right = -1;
     uint32_t feature = 0;
     float value = 0;  // split threshold (go left when x < value) or leaf value
     bool default_left = false;
   };
+  float predict_complete(const float* row) const;
+  float predict_with_missing(const float* row) const;
+
   float base_score_ = 0;
+  size_t feature_count_ = 0;
   std::vector<Node> nodes_;       // all trees, each tree's node ids offset to its root
   std::vector<int32_t> roots_;
 };

@@ -2,7 +2,9 @@
 // goes through check(), which turns XGBoost's thread-local last error into an nnmeter::Error.
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdint>
 #include <mutex>
@@ -145,6 +147,22 @@ void configure(BoosterHandle b, const RegressorParams& p, size_t n_features, dou
   }
 }
 
+// The trees' output per row. A network repeats blocks, so its batches repeat rows: each distinct row is
+// evaluated once.
+std::vector<float> unique_row_margins(const TreeEnsemble& trees, const std::vector<float>& input, size_t rows, size_t cols) {
+  const size_t bytes = cols * sizeof(float);
+  auto row = [&](size_t i) { return &input[i * cols]; };
+  std::vector<size_t> order(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return std::memcmp(row(a), row(b), bytes) < 0; });
+  std::vector<float> margins(rows);
+  for (size_t k = 0; k < rows; ++k) {
+    const size_t i = order[k], prev = k > 0 ? order[k - 1] : i;
+    margins[i] = k > 0 && std::memcmp(row(i), row(prev), bytes) == 0 ? margins[prev] : trees.predict(row(i));
+  }
+  return margins;
+}
+
 }  // namespace
 
 struct KernelRegressor::Impl {
@@ -239,9 +257,10 @@ std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
   std::vector<double> baseline_values;
   const std::vector<float> input = tree_input(data, rows.size(), impl_->n_features, baseline, &baseline_values);
   const size_t cols = impl_->n_features + (baseline ? 1 : 0);
+  const std::vector<float> margins = unique_row_margins(impl_->trees, input, rows.size(), cols);
   std::vector<double> out(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    double v = impl_->trees.predict(&input[i * cols]);
+    double v = margins[i];
     if (baseline) v += baseline_values[i];
     out[i] = impl_->log_target ? std::exp(v) : v;
   }
