@@ -177,6 +177,7 @@ class Converter {
   ModelIr run(const std::vector<int>& order) {
     ModelIr ir;
     ir.origin = origin_;
+    reserve_tables(ir);
     collect_constants();
     collect_consumed();
     add_placeholders(ir);
@@ -186,6 +187,17 @@ class Converter {
   }
 
  private:
+
+  // Sized once: rehashing these tables was a visible part of converting a model.
+  void reserve_tables(ModelIr& ir) {
+    const size_t tensors = static_cast<size_t>(g_.initializer_size() + 2 * g_.node_size() + g_.input_size());
+    ir.nodes.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
+    constants_.reserve(tensors);
+    consumed_.reserve(tensors);
+    const_tensors_.reserve(static_cast<size_t>(g_.initializer_size()));
+    producer_.reserve(tensors);
+    names_.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
+  }
 
   void collect_consumed() {
     for (const auto& node : g_.node())

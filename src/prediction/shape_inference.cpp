@@ -70,6 +70,7 @@ bool is_binary(const std::string& op) { return op == "Add" || op == "Sub" || op 
 class Inference {
  public:
   explicit Inference(const onnx::GraphProto& g) {
+    shapes_.reserve(static_cast<size_t>(g.input_size() + g.initializer_size() + 2 * g.node_size()));
     for (const auto& vi : g.input())
       if (auto s = static_shape(vi.type())) shapes_[vi.name()] = std::move(*s);
     for (const auto& t : g.initializer()) {
