@@ -155,23 +155,42 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Milliseconds of each of `runs` calls of f.
+template <class F>
+std::vector<double> run_times(int runs, F&& f) {
+  using clock = std::chrono::steady_clock;
+  std::vector<double> times;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = clock::now();
+    f();
+    times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
+  }
+  return times;
+}
+
 int speed(const fs::path& folder, const fs::path& tmp, int count) {
   using clock = std::chrono::steady_clock;
   const LatencyPredictor predictor = LatencyPredictor::from_folder(folder);
   fs::create_directories(tmp);
   const fs::path mbv2 = tmp / "mobilenet_v2.onnx";
   io::write_file_atomic(mbv2, zoo::build("mobilenet_v2", 224).model.SerializeAsString());
-  std::vector<double> times;
-  for (int i = 0; i < 200; ++i) {
-    const auto t0 = clock::now();
-    const ModelPrediction p = predictor.predict_file(mbv2);
-    times.push_back(std::chrono::duration<double, std::milli>(clock::now() - t0).count());
-    if (p.latency_ms <= 0) throw Error("MobileNetV2 predicted at <= 0 ms");
-  }
+  constexpr int runs = 200;
+  const std::vector<double> times = run_times(runs, [&] {
+    if (predictor.predict_file(mbv2).latency_ms <= 0) throw Error("MobileNetV2 predicted at <= 0 ms");
+  });
   fmt::print("MobileNetV2 (224, {:.1f} MB file) end to end (parse, shapes, detect, predict): median {:.3f} ms, "
              "min {:.3f} ms over {} runs\n",
              static_cast<double>(fs::file_size(mbv2)) / 1e6, median(times), *std::min_element(times.begin(), times.end()),
              times.size());
+
+  // Where the time goes. Prediction is predict_ir minus detection, which predict_ir runs first.
+  const ModelIr ir = load_onnx_ir(mbv2);
+  const double parse = median(run_times(runs, [&] { (void)load_onnx_ir(mbv2); }));
+  const double detect = median(run_times(runs, [&] { (void)detect_kernels(ir, predictor.fusion_rules()); }));
+  const double predict = median(run_times(runs, [&] { (void)predictor.predict_ir(ir); }));
+  fmt::print("  split (median of {} runs each): file -> graph with static shapes {:.3f} ms, kernel detection {:.3f} ms, "
+             "features + regressors {:.3f} ms\n",
+             runs, parse, detect, predict - detect);
 
   // A NAS-like folder: small-width mobile models at many resolutions, as a search would produce.
   const fs::path many = tmp / "models";

@@ -98,7 +98,8 @@ class KernelRegressor {
   static KernelRegressor train(const FeatureMatrix& x, const std::vector<double>& y, const RegressorParams& params,
                                const std::vector<std::string>& feature_names = {});
 
-  // Predicted latencies for all rows in one XGBoost call (in-place predict, no DMatrix cache).
+  // Predicted latencies for all rows: the booster's trees evaluated in-process, equal to XGBoost's own
+  // prediction bit for bit (its per-call setup cost more than the trees for model-level batches).
   std::vector<double> predict(const FeatureMatrix& rows) const;
 
   // XGBoost JSON, written atomically. The file is self-describing: nn-meter attributes record the
@@ -107,7 +108,7 @@ class KernelRegressor {
   // Missing, unreadable or corrupt file → Error naming it.
   static KernelRegressor load(const fs::path& file);
 
-  // XGBoost threads for predict() (a loaded model starts with 1: model-level prediction batches are small).
+  // XGBoost threads of the booster (a loaded model starts with 1); predict() runs on the calling thread.
   void set_threads(int threads);
 
   bool empty() const;

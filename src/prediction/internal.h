@@ -4,6 +4,8 @@
 #include <onnx/onnx_pb.h>
 
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 
 #include "nnmeter/prediction.h"
 
@@ -26,7 +28,21 @@ void structure_copy(const onnx::ModelProto& model, onnx::ModelProto& copy);
 // nullopt when the data was elided, is external or has another type.
 std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t);
 
-// ---- shapes
+// ---- shapes (onnx_ir.cpp, shape_inference.cpp)
+
+// Tensor name (viewing the model's strings) → static shape.
+using ShapeMap = std::unordered_map<std::string_view, Shape>;
+
+// Dims of a tensor type when all are known and non-negative.
+std::optional<Shape> static_shape(const onnx::TypeProto& type);
+// Topological order of the graph's nodes (ONNX requires it, some tools break it). Cycles → Error.
+std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin);
+// Every tensor's shape by this project's own inference (graph inputs must be static), visiting nodes in
+// `order`; nullopt when an op or attribute is outside what it handles, and ONNX's inference must run.
+std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order);
+// ONNX's shape inference with data propagation (rewrites value_info, output shapes and, for folded
+// shape tensors, node inputs); shapes of graph inputs, value_info and outputs. Failure → Error.
+ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& origin);
 
 // Spatial size of an NCHW activation: H for square maps, else round(sqrt(H·W)) so HW² keeps the element
 // count; 1 for [N, C] tensors; for other ranks the product of the dims after the channel.

@@ -18,6 +18,8 @@ namespace nnmeter {
 
 namespace {
 
+using prediction::ShapeMap;
+using prediction::static_shape;
 using prediction::tensor_values;
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
@@ -26,16 +28,6 @@ std::string dims_text(const onnx::TensorShapeProto& shape) {
   std::vector<std::string> dims;
   for (const auto& d : shape.dim()) dims.push_back(d.has_dim_value() ? std::to_string(d.dim_value()) : d.has_dim_param() ? d.dim_param() : "?");
   return "[" + fmt::format("{}", fmt::join(dims, ",")) + "]";
-}
-
-std::optional<Shape> static_shape(const onnx::TypeProto& type) {
-  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
-  Shape s;
-  for (const auto& d : type.tensor_type().shape().dim()) {
-    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
-    s.push_back(d.dim_value());
-  }
-  return s;
 }
 
 void set_dims(onnx::ValueInfoProto& vi, const Shape& shape) {
@@ -126,7 +118,22 @@ bool all_outputs_static(const onnx::GraphProto& g) {
   return true;
 }
 
-void infer_shapes(onnx::ModelProto& model, const std::string& origin) {
+}  // namespace
+
+namespace prediction {
+
+// The last declaration of a tensor wins, as in ONNX's graph; one without a static shape hides earlier ones.
+static ShapeMap declared_shapes(const onnx::GraphProto& g) {
+  ShapeMap shapes;
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list) {
+      if (auto s = static_shape(vi.type())) shapes[vi.name()] = std::move(*s);
+      else shapes.erase(vi.name());
+    }
+  return shapes;
+}
+
+ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& origin) {
   // Shapes in the file (value_info, outputs) may be symbolic or stale after an input override; inference
   // recomputes them all from the now static inputs.
   auto& g = *model.mutable_graph();
@@ -138,51 +145,18 @@ void infer_shapes(onnx::ModelProto& model, const std::string& origin) {
     for (int pass = 0; pass < 64; ++pass) {
       std::unordered_map<std::string, onnx::TensorShapeProto> data;
       onnx::shape_inference::InferShapes(model, &registry, options, &data);
-      if (all_outputs_static(g) || !materialize_propagated(g, data)) return;
+      if (all_outputs_static(g) || !materialize_propagated(g, data)) break;
       g.clear_value_info();
     }
   } catch (const std::exception& e) {
     throw Error(fmt::format("shape inference failed for {}: {}", origin, first_line(e.what())));
   }
+  return declared_shapes(g);
 }
 
-// Topological order of the graph's nodes (ONNX requires it, some tools break it). Cycles → Error.
-std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin) {
-  const int n = g.node_size();
-  std::unordered_map<std::string_view, int> producer;
-  for (int i = 0; i < n; ++i)
-    for (const auto& o : g.node(i).output())
-      if (!o.empty()) producer[o] = i;
-  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
-  std::vector<int> pending(static_cast<size_t>(n), 0);
-  bool sorted = true;
-  for (int i = 0; i < n; ++i)
-    for (const auto& in : g.node(i).input()) {
-      auto it = producer.find(in);
-      if (in.empty() || it == producer.end()) continue;
-      consumers[static_cast<size_t>(it->second)].push_back(i);
-      ++pending[static_cast<size_t>(i)];
-      if (it->second >= i) sorted = false;
-    }
-  std::vector<int> order;
-  order.reserve(static_cast<size_t>(n));
-  if (sorted) {
-    for (int i = 0; i < n; ++i) order.push_back(i);
-    return order;
-  }
-  std::vector<int> ready;
-  for (int i = n - 1; i >= 0; --i)
-    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
-  while (!ready.empty()) {
-    const int i = ready.back();
-    ready.pop_back();
-    order.push_back(i);
-    for (int c : consumers[static_cast<size_t>(i)])
-      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
-  }
-  if (order.size() != static_cast<size_t>(n)) throw Error(origin + " is not a valid ONNX graph: its nodes form a cycle");
-  return order;
-}
+}  // namespace prediction
+
+namespace {
 
 Json attribute_json(const onnx::AttributeProto& a) {
   switch (a.type()) {
@@ -197,24 +171,32 @@ Json attribute_json(const onnx::AttributeProto& a) {
 
 class Converter {
  public:
-  Converter(const onnx::ModelProto& model, std::string origin) : g_(model.graph()), origin_(std::move(origin)) {}
+  Converter(const onnx::ModelProto& model, std::string origin, const ShapeMap& shapes)
+      : g_(model.graph()), origin_(std::move(origin)), shapes_(shapes) {}
 
-  ModelIr run() {
+  ModelIr run(const std::vector<int>& order) {
     ModelIr ir;
     ir.origin = origin_;
-    collect_types();
+    reserve_tables(ir);
     collect_constants();
     collect_consumed();
     add_placeholders(ir);
-    for (int i : topological_nodes(g_, origin_)) add_node(ir, g_.node(i));
+    for (int i : order) add_node(ir, g_.node(i));
     link_outbounds(ir);
     return ir;
   }
 
  private:
-  void collect_types() {
-    for (const auto* list : {&g_.input(), &g_.value_info(), &g_.output()})
-      for (const auto& vi : *list) types_[vi.name()] = &vi.type();
+
+  // Sized once: rehashing these tables was a visible part of converting a model.
+  void reserve_tables(ModelIr& ir) {
+    const size_t tensors = static_cast<size_t>(g_.initializer_size() + 2 * g_.node_size() + g_.input_size());
+    ir.nodes.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
+    constants_.reserve(tensors);
+    consumed_.reserve(tensors);
+    const_tensors_.reserve(static_cast<size_t>(g_.initializer_size()));
+    producer_.reserve(tensors);
+    names_.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
   }
 
   void collect_consumed() {
@@ -238,13 +220,12 @@ class Converter {
   }
 
   Shape shape_of(const std::string& tensor, const std::string& node, const std::string& op) const {
-    auto it = types_.find(tensor);
-    std::optional<Shape> s = it == types_.end() ? std::nullopt : static_shape(*it->second);
-    if (!s)
+    auto it = shapes_.find(tensor);
+    if (it == shapes_.end())
       throw Error(fmt::format("cannot determine a static shape for tensor '{}' of node '{}' ({}) in {}; give every "
                               "dynamic input with --input-shape name:1x3x224x224, or simplify the model",
                               tensor, node, op, origin_));
-    return *s;
+    return it->second;
   }
 
   void add_placeholders(ModelIr& ir) {
@@ -291,7 +272,7 @@ class Converter {
   std::optional<Shape> constant_shape(const std::string& tensor) const {
     if (auto it = const_tensors_.find(tensor); it != const_tensors_.end())
       return Shape(it->second->dims().begin(), it->second->dims().end());
-    if (auto it = types_.find(tensor); it != types_.end()) return static_shape(*it->second);
+    if (auto it = shapes_.find(tensor); it != shapes_.end()) return it->second;
     return std::nullopt;
   }
 
@@ -380,7 +361,7 @@ class Converter {
   const onnx::GraphProto& g_;
   std::string origin_;
   // Keys view strings of the model, which outlives the converter.
-  std::unordered_map<std::string_view, const onnx::TypeProto*> types_;
+  const ShapeMap& shapes_;
   std::unordered_map<std::string_view, const onnx::TensorProto*> const_tensors_;
   std::unordered_map<std::string_view, std::vector<double>> scalar_values_;
   std::unordered_set<std::string_view> constants_, consumed_;
@@ -392,8 +373,10 @@ ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const 
   std::unordered_set<std::string_view> initializers;
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
-  infer_shapes(model, origin);
-  return Converter(model, origin).run();
+  const std::vector<int> order = prediction::topological_nodes(model.graph(), origin);
+  std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order);
+  if (!inferred) inferred = prediction::infer_shapes_with_onnx(model, origin);
+  return Converter(model, origin, *inferred).run(order);
 }
 
 }  // namespace
@@ -413,6 +396,57 @@ ModelIr onnx_to_ir(const onnx::ModelProto& model, const std::string& origin, con
   prediction::structure_copy(model, *copy);
   return convert_owned(*copy, origin, shapes);
 }
+
+namespace prediction {
+
+std::optional<Shape> static_shape(const onnx::TypeProto& type) {
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return std::nullopt;
+  Shape s;
+  for (const auto& d : type.tensor_type().shape().dim()) {
+    if (!d.has_dim_value() || d.dim_value() < 0) return std::nullopt;
+    s.push_back(d.dim_value());
+  }
+  return s;
+}
+
+std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin) {
+  const int n = g.node_size();
+  std::unordered_map<std::string_view, int> producer;
+  for (int i = 0; i < n; ++i)
+    for (const auto& o : g.node(i).output())
+      if (!o.empty()) producer[o] = i;
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  bool sorted = true;
+  for (int i = 0; i < n; ++i)
+    for (const auto& in : g.node(i).input()) {
+      auto it = producer.find(in);
+      if (in.empty() || it == producer.end()) continue;
+      consumers[static_cast<size_t>(it->second)].push_back(i);
+      ++pending[static_cast<size_t>(i)];
+      if (it->second >= i) sorted = false;
+    }
+  std::vector<int> order;
+  order.reserve(static_cast<size_t>(n));
+  if (sorted) {
+    for (int i = 0; i < n; ++i) order.push_back(i);
+    return order;
+  }
+  std::vector<int> ready;
+  for (int i = n - 1; i >= 0; --i)
+    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
+  while (!ready.empty()) {
+    const int i = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int c : consumers[static_cast<size_t>(i)])
+      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
+  }
+  if (order.size() != static_cast<size_t>(n)) throw Error(origin + " is not a valid ONNX graph: its nodes form a cycle");
+  return order;
+}
+
+}  // namespace prediction
 
 std::pair<std::string, Shape> parse_input_shape(const std::string& text) {
   const auto bad = [&] {

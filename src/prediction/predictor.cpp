@@ -148,10 +148,10 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   for (const auto& n : ir.nodes)
     if (n.type != "Placeholder") ++out.node_count;
   std::unordered_map<std::string_view, const IrNode*> by_name;  // built only when something is uncovered
-  auto uncover = [&](const DetectedKernel& k, const std::string& reason) {
+  auto uncover = [&](const std::vector<std::string>& nodes, const std::string& reason) {
     if (by_name.empty())
       for (const auto& n : ir.nodes) by_name.emplace(n.name, &n);
-    for (const auto& node : k.nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
+    for (const auto& node : nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
   };
   auto pick = [&](const std::vector<std::string>& options) -> std::string {
     for (const auto& o : options)
@@ -161,9 +161,10 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
 
   std::map<std::string, std::vector<Plan>> batches;  // predictor kernel → rows
   for (auto& k : detect_kernels(ir, s.rules)) {
-    KernelPrediction p{k.name, k.op, "", k.kernel, k.config, {}, 0.0, k.groups, "", k.nodes};
+    KernelPrediction p{std::move(k.name), std::move(k.op), "", std::move(k.kernel), std::move(k.config), {}, 0.0,
+                       k.groups, "", std::move(k.nodes)};
     if (k.kind == KernelKind::unsupported) {
-      uncover(k, k.reason);
+      uncover(p.nodes, k.reason);
       continue;
     }
     if (k.kind == KernelKind::layout) {
@@ -172,21 +173,21 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       continue;
     }
     const bool ew = k.kind == KernelKind::elementwise;
-    const auto options = ew ? elementwise_candidates(k.binary) : candidates(k.kernel);
+    const auto options = ew ? elementwise_candidates(k.binary) : candidates(p.kernel);
     p.predictor_kernel = pick(options);
     if (p.predictor_kernel.empty()) {
-      uncover(k, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : k.kernel,
+      uncover(p.nodes, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : p.kernel,
                              fmt::join(options, ", ")));
       continue;
     }
     if (ew)
-      p.note = fmt::format("element-wise {} covered by the {} predictor", k.op, p.predictor_kernel);
-    else if (p.predictor_kernel != k.kernel)
-      p.note = fmt::format("no {} predictor; predicted by {}", k.kernel, p.predictor_kernel);
+      p.note = fmt::format("element-wise {} covered by the {} predictor", p.op, p.predictor_kernel);
+    else if (p.predictor_kernel != p.kernel)
+      p.note = fmt::format("no {} predictor; predicted by {}", p.kernel, p.predictor_kernel);
     if (k.groups > 1)
       p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", k.groups,
-                            p.predictor_kernel, k.config["CIN"].get<int64_t>(), k.config["COUT"].get<int64_t>());
-    p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(k.config);
+                            p.predictor_kernel, p.config["CIN"].get<int64_t>(), p.config["COUT"].get<int64_t>());
+    p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(p.config);
     batches[p.predictor_kernel].push_back({out.kernels.size(), p.features});
     out.kernels.push_back(std::move(p));
   }

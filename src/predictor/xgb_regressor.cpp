@@ -2,16 +2,20 @@
 // goes through check(), which turns XGBoost's thread-local last error into an nnmeter::Error.
 #include <xgboost/c_api.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <cstdint>
 #include <mutex>
 #include <numeric>
 #include <regex>
+#include <set>
 
 #include "common/io.h"
 #include "nnmeter/predictor.h"
 #include "predictor/power_law.h"
+#include "predictor/tree_ensemble.h"
 
 namespace nnmeter {
 
@@ -143,6 +147,22 @@ void configure(BoosterHandle b, const RegressorParams& p, size_t n_features, dou
   }
 }
 
+// The trees' output per row. A network repeats blocks, so its batches repeat rows: each distinct row is
+// evaluated once.
+std::vector<float> unique_row_margins(const TreeEnsemble& trees, const std::vector<float>& input, size_t rows, size_t cols) {
+  const size_t bytes = cols * sizeof(float);
+  auto row = [&](size_t i) { return &input[i * cols]; };
+  std::vector<size_t> order(rows);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return std::memcmp(row(a), row(b), bytes) < 0; });
+  std::vector<float> margins(rows);
+  for (size_t k = 0; k < rows; ++k) {
+    const size_t i = order[k], prev = k > 0 ? order[k - 1] : i;
+    margins[i] = k > 0 && std::memcmp(row(i), row(prev), bytes) == 0 ? margins[prev] : trees.predict(row(i));
+  }
+  return margins;
+}
+
 }  // namespace
 
 struct KernelRegressor::Impl {
@@ -151,7 +171,8 @@ struct KernelRegressor::Impl {
   std::vector<std::string> feature_names;
   bool log_target = false;
   std::optional<PowerLaw> baseline;  // in log space; the booster predicts log(latency) − baseline
-  std::mutex predict_mutex;  // XGBoost's in-place predict reuses one output buffer per booster
+  TreeEnsemble trees;                // the booster's trees, which predict() evaluates
+  std::mutex save_mutex;             // XGBoost's save buffer is per-booster state
 };
 
 KernelRegressor::KernelRegressor() = default;
@@ -235,25 +256,11 @@ std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
   const PowerLaw* baseline = impl_->baseline ? &*impl_->baseline : nullptr;
   std::vector<double> baseline_values;
   const std::vector<float> input = tree_input(data, rows.size(), impl_->n_features, baseline, &baseline_values);
-  const Json array = {{"data", {reinterpret_cast<uintptr_t>(input.data()), true}},
-                      {"shape", {rows.size(), impl_->n_features + (baseline ? 1 : 0)}},
-                      {"typestr", "<f4"},
-                      {"version", 3}};
-  // "cache_id": 0 is mandatory in 1.7 although undocumented: without it XGBoost aborts with
-  // "Invalid cast, from Null to Integer".
-  static const char* config =
-      R"({"type":0,"training":false,"iteration_begin":0,"iteration_end":0,"strict_shape":false,"missing":NaN,"cache_id":0})";
-  const std::string values = array.dump();
-
-  std::lock_guard lock(impl_->predict_mutex);
-  const bst_ulong* shape = nullptr;
-  bst_ulong dim = 0;
-  const float* result = nullptr;
-  check(XGBoosterPredictFromDense(impl_->booster.get(), values.c_str(), config, nullptr, &shape, &dim, &result),
-        "prediction");
+  const size_t cols = impl_->n_features + (baseline ? 1 : 0);
+  const std::vector<float> margins = unique_row_margins(impl_->trees, input, rows.size(), cols);
   std::vector<double> out(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    double v = result[i];
+    double v = margins[i];
     if (baseline) v += baseline_values[i];
     out[i] = impl_->log_target ? std::exp(v) : v;
   }
@@ -264,7 +271,7 @@ void KernelRegressor::save(const fs::path& file) const {
   if (!impl_) throw Error("cannot save an empty regressor to " + file.string());
   bst_ulong len = 0;
   const char* buf = nullptr;
-  std::lock_guard lock(impl_->predict_mutex);  // the save buffer is also per-booster state
+  std::lock_guard lock(impl_->save_mutex);
   check(XGBoosterSaveModelToBuffer(impl_->booster.get(), R"({"format":"json"})", &len, &buf),
         "saving model " + file.string());
   io::write_file_atomic(file, std::string_view(buf, len));
@@ -273,14 +280,18 @@ void KernelRegressor::save(const fs::path& file) const {
 KernelRegressor KernelRegressor::load(const fs::path& file) {
   if (!fs::exists(file)) throw Error("model file " + file.string() + " does not exist");
   if (fs::is_directory(file)) throw Error("model file " + file.string() + " is a folder, not an XGBoost JSON model");
-  const std::string text = io::read_file(file);
-  // XGBoost's own parser can fail with messages that do not name the file; validate first (no DOM built).
-  if (!Json::accept(text))
-    throw Error("model file " + file.string() + " is not valid JSON (corrupt or truncated): rebuild the predictor");
-  return from_json_text(text, "model file " + file.string());
+  return from_json_text(io::read_file(file), "model file " + file.string());
 }
 
 KernelRegressor KernelRegressor::from_json_text(const std::string& text, const std::string& origin) {
+  // XGBoost's own parser can fail with messages that do not name the file; parse first. Per-node training
+  // statistics are dropped while parsing: they are most of the file and prediction does not read them.
+  const Json::parser_callback_t skip_statistics = [](int, Json::parse_event_t event, Json& parsed) {
+    static const std::set<std::string> unused = {"base_weights", "loss_changes", "sum_hessian", "parents"};
+    return event != Json::parse_event_t::key || !unused.count(parsed.get<std::string>());
+  };
+  const Json doc = Json::parse(text, skip_statistics, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) throw Error(origin + " is not valid JSON (corrupt or truncated): rebuild the predictor");
   BoosterPtr booster = create_booster(nullptr, 0);
   if (XGBoosterLoadModelFromBuffer(booster.get(), text.data(), text.size()) != 0)
     throw Error(origin + " is not an XGBoost model (" + xgb_error() + "): rebuild the predictor");
@@ -313,6 +324,7 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
     if (!r.impl_->log_target) throw Error(origin + " has a power-law baseline but no log target: rebuild the predictor");
     r.impl_->baseline = PowerLaw::from_json(Json::parse(*law, nullptr, false), n_features, origin);
   }
+  r.impl_->trees = TreeEnsemble::from_xgboost_json(doc, law ? n_features + 1 : n_features, origin);
   r.impl_->booster = std::move(booster);
   r.set_threads(1);
   return r;

@@ -1,0 +1,389 @@
+// Static shapes for the ops CNN exporters write, without ONNX's shape inference: that builds a TypeProto
+// and an inference context per node and was half of a MobileNetV2 prediction. Anything this file does not
+// know for certain (an op outside the list, auto_pad, a shape that does not check out, a reshape target it
+// cannot evaluate) makes it give up, and the caller runs ONNX's inference instead, so results and errors
+// stay ONNX's. tests/prediction/shape_inference_test.cpp holds the two equal over the model zoo.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <unordered_set>
+
+#include "prediction/internal.h"
+
+namespace nnmeter::prediction {
+
+namespace {
+
+struct Unsupported {};
+
+void require(bool ok) {
+  if (!ok) throw Unsupported{};
+}
+
+const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, std::string_view name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t int_attr(const onnx::NodeProto& n, std::string_view name, int64_t fallback) {
+  const auto* a = find_attr(n, name);
+  return a ? a->i() : fallback;
+}
+
+std::optional<std::vector<int64_t>> ints_attr(const onnx::NodeProto& n, std::string_view name) {
+  const auto* a = find_attr(n, name);
+  if (!a) return std::nullopt;
+  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+// A negative axis counts from the end.
+size_t axis_index(int64_t axis, size_t rank) {
+  const int64_t r = static_cast<int64_t>(rank);
+  require(axis >= -r && axis < r);
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+// numpy broadcasting, as ONNX's multidirectional broadcast.
+Shape broadcast(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    require(da == db || da == 1 || db == 1);
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+// Same-shape ops (activations, normalisation, casts): output 0 has the shape of input 0.
+bool is_unary(const std::string& op) {
+  static const std::unordered_set<std::string> ops = {
+      "Relu",  "Clip",    "Sigmoid", "HardSigmoid", "HardSwish", "Tanh",     "LeakyRelu", "Elu",   "Selu",
+      "Softmax", "LogSoftmax", "Identity", "BatchNormalization", "Dropout", "Softplus", "Exp", "Log", "Sqrt",
+      "Neg",   "Abs",     "Erf",     "Reciprocal", "Cast", "Gelu", "Mish"};
+  return ops.count(op) > 0;
+}
+
+bool is_binary(const std::string& op) { return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow"; }
+
+class Inference {
+ public:
+  explicit Inference(const onnx::GraphProto& g) {
+    shapes_.reserve(static_cast<size_t>(g.input_size() + g.initializer_size() + 2 * g.node_size()));
+    for (const auto& vi : g.input())
+      if (auto s = static_shape(vi.type())) shapes_[vi.name()] = std::move(*s);
+    for (const auto& t : g.initializer()) {
+      shapes_[t.name()] = Shape(t.dims().begin(), t.dims().end());
+      remember_values(t.name(), t);
+    }
+  }
+
+  ShapeMap run(const onnx::GraphProto& g, const std::vector<int>& order) {
+    for (int i : order) infer(g.node(i));
+    return std::move(shapes_);
+  }
+
+ private:
+  const Shape& shape(const std::string& tensor) const {
+    auto it = shapes_.find(tensor);
+    require(it != shapes_.end());
+    return it->second;
+  }
+
+  const std::vector<int64_t>& values(const std::string& tensor) const {
+    auto it = values_.find(tensor);
+    require(it != values_.end());
+    return it->second;
+  }
+
+  void remember_values(std::string_view name, const onnx::TensorProto& t) {
+    if (t.data_type() != onnx::TensorProto::INT64 && t.data_type() != onnx::TensorProto::INT32) return;
+    if (auto v = tensor_values(t)) values_[name] = std::vector<int64_t>(v->begin(), v->end());
+  }
+
+  void set(const onnx::NodeProto& n, Shape s, int output = 0) {
+    require(output < n.output_size());
+    if (!n.output(output).empty()) shapes_[n.output(output)] = std::move(s);
+  }
+
+  void infer(const onnx::NodeProto& n) {
+    require(n.domain().empty() || n.domain() == "ai.onnx");
+    const std::string& op = n.op_type();
+    for (const auto& in : n.input())
+      if (!in.empty() && op != "Constant") shape(in);  // every input known, or give up
+    if (is_unary(op)) return unary(n);
+    if (is_binary(op)) return set(n, broadcast(shape(n.input(0)), shape(n.input(1))));
+    if (op == "Conv") return conv(n);
+    if (op == "MaxPool" || op == "AveragePool") return pool(n);
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n);
+    if (op == "Gemm") return gemm(n);
+    if (op == "Flatten") return flatten(n);
+    if (op == "Concat") return concat(n);
+    if (op == "Split") return split(n);
+    if (op == "Reshape") return reshape(n);
+    if (op == "Transpose") return transpose(n);
+    if (op == "ReduceMean") return reduce_mean(n);
+    if (op == "Shape") return shape_op(n);
+    if (op == "Gather") return gather(n);
+    if (op == "Unsqueeze") return unsqueeze(n);
+    if (op == "Constant") return constant(n);
+    throw Unsupported{};
+  }
+
+  void unary(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    if (n.op_type() == "Cast")
+      if (auto it = values_.find(n.input(0)); it != values_.end()) values_[n.output(0)] = it->second;
+    // Dropout's mask has the input's shape; BatchNormalization's training outputs are not inferred here.
+    require(n.output_size() == 1 || n.op_type() == "Dropout");
+    for (int i = 0; i < n.output_size(); ++i) set(n, in, i);
+  }
+
+  // Conv and pooling share ONNX's convPoolShapeInference; `kernel` is the window, `channels` the output's.
+  void window(const onnx::NodeProto& n, const Shape& in, const Shape& kernel, int64_t channels, bool ceil_mode) {
+    require(in.size() >= 3 && kernel.size() == in.size() - 2);
+    const auto* auto_pad = find_attr(n, "auto_pad");
+    require(!auto_pad || auto_pad->s() == "NOTSET");
+    const size_t k = kernel.size();
+    const auto strides = ints_attr(n, "strides").value_or(std::vector<int64_t>(k, 1));
+    const auto dilations = ints_attr(n, "dilations").value_or(std::vector<int64_t>(k, 1));
+    const auto pads = ints_attr(n, "pads").value_or(std::vector<int64_t>(2 * k, 0));
+    require(strides.size() == k && dilations.size() == k && pads.size() == 2 * k);
+    Shape out = {in[0], channels};
+    for (size_t i = 0; i < k; ++i) {
+      require(strides[i] > 0 && dilations[i] > 0 && kernel[i] > 0);
+      const int64_t size = in[i + 2] + pads[i] + pads[i + k];
+      const int64_t effective_kernel = (kernel[i] - 1) * dilations[i] + 1;
+      require(size >= effective_kernel);
+      // ONNX 1.12 divides in float for ceil mode.
+      const int64_t positions =
+          ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<float>(size - effective_kernel) / static_cast<float>(strides[i])))
+                    : (size - effective_kernel) / strides[i];
+      out.push_back(1 + positions);
+    }
+    set(n, std::move(out));
+  }
+
+  void conv(const onnx::NodeProto& n) {
+    require(n.input_size() >= 2 && n.output_size() == 1);
+    const Shape& in = shape(n.input(0));
+    const Shape& w = shape(n.input(1));
+    const int64_t group = int_attr(n, "group", 1);
+    require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] == w[1] * group && w[0] % group == 0);
+    const Shape kernel = ints_attr(n, "kernel_shape").value_or(Shape(w.begin() + 2, w.end()));
+    require(kernel == Shape(w.begin() + 2, w.end()));
+    window(n, in, kernel, w[0], false);
+  }
+
+  void pool(const onnx::NodeProto& n) {
+    require(n.output_size() == 1);
+    const Shape& in = shape(n.input(0));
+    const auto kernel = ints_attr(n, "kernel_shape");
+    require(kernel.has_value());
+    window(n, in, *kernel, in.size() > 1 ? in[1] : 0, int_attr(n, "ceil_mode", 0) != 0);
+  }
+
+  void global_pool(const onnx::NodeProto& n) {
+    Shape out = shape(n.input(0));
+    require(out.size() >= 2);
+    std::fill(out.begin() + 2, out.end(), 1);
+    set(n, std::move(out));
+  }
+
+  void gemm(const onnx::NodeProto& n) {
+    const Shape& a = shape(n.input(0));
+    const Shape& b = shape(n.input(1));
+    require(a.size() == 2 && b.size() == 2);
+    const bool ta = int_attr(n, "transA", 0) != 0, tb = int_attr(n, "transB", 0) != 0;
+    require(a[ta ? 0 : 1] == b[tb ? 1 : 0]);
+    set(n, {a[ta ? 1 : 0], b[tb ? 0 : 1]});
+  }
+
+  void flatten(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    int64_t axis = int_attr(n, "axis", 1);
+    const int64_t rank = static_cast<int64_t>(in.size());
+    require(axis >= -rank && axis <= rank);
+    if (axis < 0) axis += rank;
+    const auto mid = in.begin() + axis;
+    set(n, {std::accumulate(in.begin(), mid, int64_t{1}, std::multiplies<>()),
+            std::accumulate(mid, in.end(), int64_t{1}, std::multiplies<>())});
+  }
+
+  void concat(const onnx::NodeProto& n) {
+    require(n.input_size() > 0);
+    Shape out = shape(n.input(0));
+    const size_t axis = axis_index(int_attr(n, "axis", 0), out.size());
+    bool all_values = true;
+    std::vector<int64_t> joined;
+    for (int i = 0; i < n.input_size(); ++i) {
+      const Shape& s = shape(n.input(i));
+      require(s.size() == out.size());
+      for (size_t d = 0; d < s.size(); ++d) require(d == axis || s[d] == out[d]);
+      if (i > 0) out[axis] += s[axis];
+      auto it = values_.find(n.input(i));
+      all_values = all_values && it != values_.end();
+      if (all_values) joined.insert(joined.end(), it->second.begin(), it->second.end());
+    }
+    if (all_values && out.size() == 1) values_[n.output(0)] = std::move(joined);
+    set(n, std::move(out));
+  }
+
+  void split(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    const size_t axis = axis_index(int_attr(n, "axis", 0), in.size());
+    require(!find_attr(n, "num_outputs"));
+    std::vector<int64_t> sizes;
+    if (auto attr = ints_attr(n, "split")) sizes = *attr;
+    else if (n.input_size() > 1 && !n.input(1).empty()) sizes = values(n.input(1));
+    else {
+      const int64_t parts = n.output_size();
+      require(parts > 0 && in[axis] % parts == 0);
+      sizes.assign(static_cast<size_t>(parts), in[axis] / parts);
+    }
+    require(sizes.size() == static_cast<size_t>(n.output_size()));
+    require(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == in[axis]);
+    for (int i = 0; i < n.output_size(); ++i) {
+      Shape s = in;
+      s[axis] = sizes[static_cast<size_t>(i)];
+      set(n, std::move(s), i);
+    }
+  }
+
+  void reshape(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    const std::vector<int64_t>& target = values(n.input(1));
+    const bool allow_zero = int_attr(n, "allowzero", 0) != 0;
+    const int64_t total = std::accumulate(in.begin(), in.end(), int64_t{1}, std::multiplies<>());
+    Shape out;
+    int64_t known = 1;
+    std::optional<size_t> unknown;
+    for (size_t i = 0; i < target.size(); ++i) {
+      int64_t d = target[i];
+      if (d == 0 && !allow_zero) {
+        require(i < in.size());
+        d = in[i];
+      }
+      if (d == -1) {
+        require(!unknown);
+        unknown = i;
+      } else {
+        require(d >= 0);
+        known *= d;
+      }
+      out.push_back(d);
+    }
+    if (unknown) {
+      require(known > 0 && total % known == 0);
+      out[*unknown] = total / known;
+    } else {
+      require(known == total);
+    }
+    set(n, std::move(out));
+  }
+
+  void transpose(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    std::vector<int64_t> perm(in.size());
+    std::iota(perm.rbegin(), perm.rend(), 0);
+    if (auto attr = ints_attr(n, "perm")) perm = *attr;
+    require(perm.size() == in.size());
+    Shape out;
+    for (int64_t p : perm) out.push_back(in[axis_index(p, in.size())]);
+    set(n, std::move(out));
+  }
+
+  void reduce_mean(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    require(int_attr(n, "noop_with_empty_axes", 0) == 0);
+    std::vector<int64_t> axes;
+    if (auto attr = ints_attr(n, "axes")) axes = *attr;
+    else if (n.input_size() > 1 && !n.input(1).empty()) axes = values(n.input(1));
+    std::vector<bool> reduced(in.size(), axes.empty());
+    for (int64_t a : axes) reduced[axis_index(a, in.size())] = true;
+    const bool keep = int_attr(n, "keepdims", 1) != 0;
+    Shape out;
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!reduced[i]) out.push_back(in[i]);
+      else if (keep) out.push_back(1);
+    }
+    set(n, std::move(out));
+  }
+
+  void shape_op(const onnx::NodeProto& n) {
+    require(!find_attr(n, "start") && !find_attr(n, "end"));
+    const Shape& in = shape(n.input(0));
+    values_[n.output(0)] = in;
+    set(n, {static_cast<int64_t>(in.size())});
+  }
+
+  void gather(const onnx::NodeProto& n) {
+    const Shape& data = shape(n.input(0));
+    const Shape& indices = shape(n.input(1));
+    const size_t axis = axis_index(int_attr(n, "axis", 0), data.size());
+    Shape out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(axis));
+    out.insert(out.end(), indices.begin(), indices.end());
+    out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.end());
+    auto dv = values_.find(n.input(0));
+    auto iv = values_.find(n.input(1));
+    if (data.size() == 1 && dv != values_.end() && iv != values_.end()) {
+      std::vector<int64_t> picked;
+      for (int64_t i : iv->second) picked.push_back(dv->second[axis_index(i, dv->second.size())]);
+      values_[n.output(0)] = std::move(picked);
+    }
+    set(n, std::move(out));
+  }
+
+  void unsqueeze(const onnx::NodeProto& n) {
+    const Shape& in = shape(n.input(0));
+    std::vector<int64_t> axes;
+    if (auto attr = ints_attr(n, "axes")) axes = *attr;
+    else axes = values(n.input(1));
+    const size_t rank = in.size() + axes.size();
+    std::vector<bool> inserted(rank, false);
+    for (int64_t a : axes) {
+      const size_t i = axis_index(a, rank);
+      require(!inserted[i]);
+      inserted[i] = true;
+    }
+    Shape out;
+    for (size_t i = 0, j = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : in[j++]);
+    if (auto it = values_.find(n.input(0)); it != values_.end()) values_[n.output(0)] = it->second;
+    set(n, std::move(out));
+  }
+
+  void constant(const onnx::NodeProto& n) {
+    require(n.attribute_size() == 1 && n.output_size() == 1);
+    const auto& a = n.attribute(0);
+    if (a.name() == "value") {
+      set(n, Shape(a.t().dims().begin(), a.t().dims().end()));
+      remember_values(n.output(0), a.t());
+    } else if (a.name() == "value_int" || a.name() == "value_float") {
+      set(n, {});
+      if (a.name() == "value_int") values_[n.output(0)] = {a.i()};
+    } else if (a.name() == "value_ints") {
+      set(n, {a.ints_size()});
+      values_[n.output(0)] = std::vector<int64_t>(a.ints().begin(), a.ints().end());
+    } else if (a.name() == "value_floats") {
+      set(n, {a.floats_size()});
+    } else {
+      throw Unsupported{};
+    }
+  }
+
+  ShapeMap shapes_;
+  std::unordered_map<std::string_view, std::vector<int64_t>> values_;  // small integer tensors (shape arithmetic)
+};
+
+}  // namespace
+
+std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order) {
+  try {
+    return Inference(g).run(g, order);
+  } catch (const Unsupported&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace nnmeter::prediction

@@ -1,0 +1,42 @@
+// The trees of a trained XGBoost gbtree model, evaluated here instead of through XGBoost's in-place
+// predict: a model-level prediction makes ~15 small batched calls, and XGBoost's per-call setup (array
+// interface JSON, proxy matrix, thread pool) plus its block-of-rows traversal cost more than the trees.
+// The result is XGBoost's bit for bit: float base score, then each tree's leaf added in tree order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter {
+
+class TreeEnsemble {
+ public:
+  // From XGBoost's JSON model (the document as saved; unneeded per-node statistics may be left out).
+  // A model this class cannot evaluate exactly (not gbtree, categorical splits, several targets) or a split
+  // on a feature at or beyond `feature_count` → Error.
+  static TreeEnsemble from_xgboost_json(const Json& model, size_t feature_count, const std::string& origin);
+
+  // The raw margin for one row of feature values (NaN = missing, takes the default branch).
+  float predict(const float* row) const;
+
+ private:
+  // XGBoost allocates a node's children together (right = left + 1) and relies on it when predicting;
+  // so does this class, which makes the step down the tree branch-free.
+  struct Node {
+    int32_t left = -1;  // -1: a leaf, whose value is `value`
+    uint32_t feature = 0;
+    float value = 0;  // split threshold (go left when x < value) or leaf value
+    bool default_left = false;
+  };
+  float predict_complete(const float* row) const;
+  float predict_with_missing(const float* row) const;
+
+  float base_score_ = 0;
+  size_t feature_count_ = 0;
+  std::vector<Node> nodes_;       // all trees, each tree's node ids offset to its root
+  std::vector<int32_t> roots_;
+};
+
+}  // namespace nnmeter
