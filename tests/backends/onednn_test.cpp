@@ -195,10 +195,11 @@ TEST(OneDnnOps, ShuffleUnitStaysInTheConvLayout) {
   const Json plan = Engine(load_graph(model, "shuffle"), EngineOptions{1}).plan();
   for (const auto& s : plan["steps"])
     if (s["primitive"] == "concat") EXPECT_NE(s["impl"].get<std::string>().rfind("ref", 0), 0u) << s.dump();
-  // Whatever layout the convs chose, data moves only where the network moves it: the shuffle is one
-  // reorder, each split one per part, the concats one primitive or one reorder per input.
+  // Whatever layout the convs chose, data moves only where the network moves it: concat and shuffle
+  // are one reorder per part into its shuffled place, each split one reorder per part.
   auto moves = inner_reorders(plan);
-  EXPECT_EQ(moves["transpose"], 1) << plan.dump(1);
+  EXPECT_EQ(moves["shuffle"], 2) << plan.dump(1);
+  EXPECT_EQ(moves["transpose"], 0) << plan.dump(1);
   EXPECT_EQ(moves["split"], 4) << plan.dump(1);
   EXPECT_EQ(moves["layout"], 0) << plan.dump(1);
 }

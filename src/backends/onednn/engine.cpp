@@ -786,7 +786,25 @@ struct Engine::Impl {
     reorder_step(view, dst, "transpose " + n.name);
   }
 
+  // Concat and channel shuffle in one pass: part j of g fills channels j, j + g, j + 2g, ... of the
+  // output, which keeps the first part's dimension order.
+  void concat_shuffled(const Node& n) {
+    const auto groups = n.shuffle_groups;
+    const memory dst = new_output(n.outputs[0], dense_like(mem(n.inputs[0]).get_desc(), g.value(n.outputs[0]).shape));
+    auto strides = strides_of(dst.get_desc());
+    const auto channel = strides[1];
+    strides[1] *= groups;
+    for (int64_t j = 0; j < groups; ++j) {
+      const memory& src = mem(n.inputs[static_cast<size_t>(j)]);
+      const memory part(memory::desc(src.get_desc().dims(), dt::f32, strides), eng,
+                        static_cast<float*>(dst.get_data_handle()) + j * channel);
+      keep.push_back(part);
+      reorder_step(src, part, "shuffle " + n.name);
+    }
+  }
+
   void concat(const Node& n) {
+    if (n.shuffle_groups) return concat_shuffled(n);
     const int64_t axis = normalize_axis(attrs(n).i("axis", 1), static_cast<int64_t>(g.value(n.outputs[0]).shape.size()),
                                         attrs(n), "axis");
     std::vector<memory::desc> mds;
