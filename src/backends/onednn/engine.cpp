@@ -786,20 +786,32 @@ struct Engine::Impl {
     reorder_step(view, dst, "transpose " + n.name);
   }
 
-  // Concat and channel shuffle in one pass: part j of g fills channels j, j + g, j + 2g, ... of the
-  // output, which keeps the first part's dimension order.
+  // Concat, channel shuffle and Split in one pass: part j of g fills channels j, j + g, j + 2g, ... of
+  // the shuffled tensor, whose channel ranges are the outputs; they keep the first part's dimension order.
   void concat_shuffled(const Node& n) {
     const auto groups = n.shuffle_groups;
-    const memory dst = new_output(n.outputs[0], dense_like(mem(n.inputs[0]).get_desc(), g.value(n.outputs[0]).shape));
-    auto strides = strides_of(dst.get_desc());
-    const auto channel = strides[1];
-    strides[1] *= groups;
-    for (int64_t j = 0; j < groups; ++j) {
-      const memory& src = mem(n.inputs[static_cast<size_t>(j)]);
-      const memory part(memory::desc(src.get_desc().dims(), dt::f32, strides), eng,
-                        static_cast<float*>(dst.get_data_handle()) + j * channel);
-      keep.push_back(part);
-      reorder_step(src, part, "shuffle " + n.name);
+    std::vector<memory> parts;
+    for (int in : n.inputs) parts.push_back(viewable(mem(in).get_desc()) ? mem(in) : as_plain(in));
+    int64_t first = 0;  // the first channel of the current output, per part
+    for (int out : n.outputs) {
+      const Shape& os = g.value(out).shape;
+      const memory dst = new_output(out, dense_like(parts[0].get_desc(), os));
+      auto strides = strides_of(dst.get_desc());
+      const auto channel = strides[1];
+      strides[1] *= groups;
+      Shape dims = os, offsets(os.size(), 0);
+      dims[1] /= groups;
+      offsets[1] = first;
+      for (int64_t j = 0; j < groups; ++j) {
+        const memory& part = parts[static_cast<size_t>(j)];
+        const memory src(part.get_desc().submemory_desc(to_dims(dims), to_dims(offsets)), eng, part.get_data_handle());
+        const memory place(memory::desc(to_dims(dims), dt::f32, strides), eng,
+                           static_cast<float*>(dst.get_data_handle()) + j * channel);
+        keep.push_back(src);
+        keep.push_back(place);
+        reorder_step(src, place, "shuffle " + n.name);
+      }
+      first += dims[1];
     }
   }
 

@@ -213,6 +213,14 @@ void fuse_concat_shuffle(Graph& g) {
       continue;
     concat.shuffle_groups = groups;
     for (int absorbed : {r1, t, r2}) absorb(g, static_cast<int>(ci), absorbed);
+    // The next ShuffleNet unit splits the shuffled channels again: each part then goes straight to the
+    // outputs of that Split (parts of whole groups of g channels).
+    const int sp = next_node(g, concat, "Split");
+    if (sp < 0) continue;
+    const Attrs sa(*g.nodes[static_cast<size_t>(sp)].proto, g.origin);
+    bool whole = normalize_axis(sa.i("axis", 0), static_cast<int64_t>(ys.size()), sa, "axis") == 1;
+    for (int out : g.nodes[static_cast<size_t>(sp)].outputs) whole = whole && g.value(out).shape[1] % groups == 0;
+    if (whole) absorb(g, static_cast<int>(ci), sp);
   }
 }
 
