@@ -212,9 +212,16 @@ TEST(OneDnnOps, ConcatOfMixedLayoutsWritesEachInputOnce) {
   const auto model = b.model();
   expect_matches_reference(model);
   const Json plan = Engine(load_graph(model, "mixed_concat"), EngineOptions{1}).plan();
-  for (const auto& s : plan["steps"])
-    if (s["primitive"] == "concat") EXPECT_NE(s["impl"].get<std::string>().rfind("ref", 0), 0u) << s.dump();
-  EXPECT_EQ(inner_reorders(plan)["layout"], 0) << plan.dump(1);
+  int concats = 0;
+  for (const auto& s : plan["steps"]) {
+    if (s["primitive"] != "concat") continue;
+    ++concats;
+    EXPECT_NE(s["impl"].get<std::string>().rfind("ref", 0), 0u) << s.dump();
+  }
+  // One fast concat when the layouts agree, else one reorder per input into its slice of the output.
+  auto moves = inner_reorders(plan);
+  EXPECT_TRUE(concats == 1 ? moves["concat"] == 0 : moves["concat"] == 4) << plan.dump(1);
+  EXPECT_EQ(moves["layout"], 0) << plan.dump(1);
 }
 
 TEST(OneDnnOps, TwoThreadsGiveTheSameAnswer) {
