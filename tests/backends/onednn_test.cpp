@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "backends/model_zoo.h"
@@ -166,6 +167,61 @@ TEST(OneDnnOps, LayoutOpsAndFoldedShapeSubgraphs) {
   b.output(b.node("Pad", {c, b.constant_ints({0, 1, 2, 0, 0, 0, 1, 3}), b.constant_floats({}, {0.5f})}, {1, 13, 10, 8}));
   b.output(b.node("Transpose", {c}, {1, 5, 7, 12}, {attr("perm", std::vector<int64_t>{0, 3, 2, 1})}));
   expect_matches_reference(b.model());
+}
+
+// Reorders in the plan that are not edge reorders, by the first word of their reason.
+std::map<std::string, int> inner_reorders(const Json& plan) {
+  std::map<std::string, int> out;
+  for (const auto& s : plan["steps"]) {
+    if (s["primitive"] != "reorder" || s.contains("edge")) continue;
+    const auto why = s["why"].get<std::string>();
+    ++out[why.substr(0, why.find(' '))];
+  }
+  return out;
+}
+
+TEST(OneDnnOps, ShuffleUnitStaysInTheConvLayout) {
+  // ShuffleNetV2's unit: split, branch, concat, channel shuffle, then the next unit's split.
+  Builder b("shuffle", 13, 10);
+  const auto x = b.input("x", {1, 48, 9, 11});
+  const auto c = b.relu(b.conv_bn(x, 116, 1));
+  const auto halves = b.split(c, {58, 58});
+  const auto branch = b.relu(b.conv_bn(b.conv_bn(b.relu(b.conv_bn(halves[1], 58, 1)), 58, 3, 1, 58), 58, 1));
+  const auto shuffled = b.channel_shuffle(b.concat({halves[0], branch}), 2);
+  const auto next = b.split(shuffled, {58, 58});
+  b.output(b.concat({next[0], b.relu(b.conv_bn(next[1], 58, 1))}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "shuffle"), EngineOptions{1}).plan();
+  for (const auto& s : plan["steps"])
+    if (s["primitive"] == "concat") EXPECT_NE(s["impl"].get<std::string>().rfind("ref", 0), 0u) << s.dump();
+  // Whatever layout the convs chose, data moves only where the network moves it: concat, shuffle and
+  // the next split are one reorder per (part, output) straight into place; only the first split copies.
+  auto moves = inner_reorders(plan);
+  EXPECT_EQ(moves["shuffle"], 4) << plan.dump(1);
+  EXPECT_EQ(moves["transpose"], 0) << plan.dump(1);
+  EXPECT_EQ(moves["split"], 2) << plan.dump(1);
+  EXPECT_EQ(moves["layout"], 0) << plan.dump(1);
+}
+
+TEST(OneDnnOps, ConcatOfMixedLayoutsWritesEachInputOnce) {
+  Builder b("mixed_concat", 13, 11);
+  const auto x = b.input("x", {1, 16, 10, 10});
+  const auto plain = b.input("p", {1, 24, 10, 10});
+  b.output(b.concat({b.relu(b.conv_bn(x, 32, 3)), plain, b.conv_bn(x, 8, 1), b.maxpool(x, 3, 1, 1)}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "mixed_concat"), EngineOptions{1}).plan();
+  int concats = 0;
+  for (const auto& s : plan["steps"]) {
+    if (s["primitive"] != "concat") continue;
+    ++concats;
+    EXPECT_NE(s["impl"].get<std::string>().rfind("ref", 0), 0u) << s.dump();
+  }
+  // One fast concat when the layouts agree, else one reorder per input into its slice of the output.
+  auto moves = inner_reorders(plan);
+  EXPECT_TRUE(concats == 1 ? moves["concat"] == 0 : moves["concat"] == 4) << plan.dump(1);
+  EXPECT_EQ(moves["layout"], 0) << plan.dump(1);
 }
 
 TEST(OneDnnOps, TwoThreadsGiveTheSameAnswer) {

@@ -49,18 +49,72 @@ std::optional<std::vector<int>> dense_order(const memory::desc& md) {
   return order;
 }
 
-// A dense layout for `dims` with the same dimension order as `like` (keeps NHWC as NHWC), else plain.
-memory::desc dense_like(const memory::desc& like, const Shape& dims) {
-  const auto d = to_dims(dims);
-  const auto order = dense_order(like);
-  if (!order || order->size() != d.size()) return plain_md(dims);
+// The dense layout of `d` whose dimensions, outermost first, are `order`.
+memory::desc dense_md(const memory::dims& d, const std::vector<int>& order) {
   memory::dims strides(d.size());
   memory::dim s = 1;
-  for (size_t i = order->size(); i-- > 0;) {
-    strides[static_cast<size_t>((*order)[i])] = s;
-    s *= d[static_cast<size_t>((*order)[i])];
+  for (size_t i = order.size(); i-- > 0;) {
+    strides[static_cast<size_t>(order[i])] = s;
+    s *= d[static_cast<size_t>(order[i])];
   }
   return memory::desc(d, dt::f32, strides);
+}
+
+// A dense layout for `dims` with the same dimension order as `like` (keeps NHWC as NHWC), else plain.
+memory::desc dense_like(const memory::desc& like, const Shape& dims) {
+  const auto order = dense_order(like);
+  if (!order || order->size() != to_dims(dims).size()) return plain_md(dims);
+  return dense_md(to_dims(dims), *order);
+}
+
+memory::dims strides_of(const memory::desc& md) {
+  const auto& b = md.data.format_desc.blocking;
+  return memory::dims(b.strides, b.strides + md.data.ndims);
+}
+
+// Strided without blocking and starting at the buffer's start: Reshape and Transpose can view it.
+bool viewable(const memory::desc& md) { return dense_order(md) && md.data.offset0 == 0; }
+
+// The strides that show a dense strided tensor with another shape over the same bytes, when such a view
+// exists (numpy's no-copy reshape rule): each group of dimensions merged or split must be contiguous.
+// Keeps NHWC data in NHWC through Reshape instead of reordering it to plain first.
+std::optional<memory::dims> reshape_strides(const memory::dims& dims, const memory::dims& strides, const memory::dims& to) {
+  memory::dims od, os;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1) od.push_back(dims[i]), os.push_back(strides[i]);
+  memory::dims ns(to.size(), 1);
+  size_t oi = 0, ni = 0;
+  while (ni < to.size() && oi < od.size()) {
+    if (to[ni] == 1) {
+      ++ni;
+      continue;
+    }
+    size_t oj = oi + 1, nj = ni + 1;
+    memory::dim np = to[ni], op = od[oi];
+    while (np != op) {
+      if (np < op) {
+        if (nj == to.size()) return std::nullopt;
+        np *= to[nj++];
+      } else {
+        if (oj == od.size()) return std::nullopt;
+        op *= od[oj++];
+      }
+    }
+    for (size_t k = oi; k + 1 < oj; ++k)
+      if (os[k] != od[k + 1] * os[k + 1]) return std::nullopt;
+    ns[nj - 1] = os[oj - 1];
+    for (size_t k = nj - 1; k > ni; --k) ns[k - 1] = ns[k] * to[k];
+    ni = nj;
+    oi = oj;
+  }
+  // Any stride addresses the one index of a size-1 dimension; the largest keeps it outermost, where
+  // dense_order() and the format tags put it.
+  memory::dim outer = 1;
+  for (size_t k = to.size(); k-- > 0;) {
+    if (to[k] == 1) ns[k] = outer;
+    else outer = std::max(outer, ns[k] * to[k]);
+  }
+  return ns;
 }
 
 Shape pad_rank(const Shape& s, size_t rank) {
@@ -496,12 +550,7 @@ struct Engine::Impl {
     const Attrs a = attrs(n);
     SpatialParams p;
     if (global) {
-      p.kernel.assign(xs.begin() + 2, xs.end());
-      p.strides.assign(p.kernel.size(), 1);
-      p.dilations.assign(p.kernel.size(), 1);
-      p.pad_begin.assign(p.kernel.size(), 0);
-      p.pad_end = p.pad_begin;
-      p.explicit_pad_end = p.pad_end;
+      p = global_params(xs);
     } else {
       const auto ks = a.ints("kernel_shape");
       p.kernel.assign(ks.begin(), ks.end());
@@ -528,14 +577,52 @@ struct Engine::Impl {
         alg = dnnl::algorithm::pooling_avg_exclude_padding;
       }
     }
-    Shape ys = g.value(n.outputs[0]).shape;
-    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src.get_desc(), any_md(to_dims(ys)),
+    bind(n.outputs[0], pooling(src, alg, p, g.value(n.outputs[0]).shape, n));
+  }
+
+  memory pooling(const memory& src, dnnl::algorithm alg, const SpatialParams& p, const Shape& out, const Node& n) {
+    dnnl::pooling_v2_forward::desc d(dnnl::prop_kind::forward_inference, alg, src.get_desc(), any_md(to_dims(out)),
                                      to_dims(p.strides), to_dims(p.kernel), minus_one(p.dilations),
                                      to_dims(p.pad_begin), to_dims(p.pad_end));
     const dnnl::pooling_v2_forward::primitive_desc pd(d, eng);
-    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, new_output(n.outputs[0], pd.dst_desc())}};
+    memory dst(pd.dst_desc(), eng);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
     if (pd.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), eng);
     add_step(dnnl::pooling_v2_forward(pd), std::move(args), info(pd, n, "pooling"));
+    return dst;
+  }
+
+  // A mean over all spatial dimensions is a global average pooling: oneDNN's reduction has only
+  // reference code for the NHWC and blocked layouts convs write, its pooling has jitted kernels.
+  bool spatial_mean(const Node& n, const Shape& kept) {
+    const Shape& xs = g.value(n.inputs[0]).shape;
+    const memory& src = mem(n.inputs[0]);
+    if (xs.size() < 3 || kept == xs) return false;
+    Shape nc(xs.begin(), xs.begin() + 2);
+    nc.resize(xs.size(), 1);
+    if (kept != nc) return false;
+    memory pooled = pooling(src, dnnl::algorithm::pooling_avg_exclude_padding, global_params(xs), kept, n);
+    keep.push_back(pooled);
+    if (!viewable(pooled.get_desc())) {
+      memory plain(plain_md(kept), eng);
+      reorder_step(pooled, plain, "layout of " + n.name);
+      pooled = plain;
+    }
+    const auto to = to_dims(g.value(n.outputs[0]).shape);
+    const auto strides = *reshape_strides(pooled.get_desc().dims(), strides_of(pooled.get_desc()), to);
+    bind(n.outputs[0], memory(memory::desc(to, dt::f32, strides), eng, pooled.get_data_handle()));
+    return true;
+  }
+
+  static SpatialParams global_params(const Shape& xs) {
+    SpatialParams p;
+    p.kernel.assign(xs.begin() + 2, xs.end());
+    p.strides.assign(p.kernel.size(), 1);
+    p.dilations.assign(p.kernel.size(), 1);
+    p.pad_begin.assign(p.kernel.size(), 0);
+    p.pad_end = p.pad_begin;
+    p.explicit_pad_end = p.pad_end;
+    return p;
   }
 
   void reduce_mean(const Node& n) {
@@ -545,6 +632,7 @@ struct Engine::Impl {
     Shape kept = xs;
     for (auto ax : axes) kept[static_cast<size_t>(normalize_axis(ax, static_cast<int64_t>(xs.size()), a, "axes"))] = 1;
     if (axes.empty()) std::fill(kept.begin(), kept.end(), 1);
+    if (spatial_mean(n, kept)) return;
     const memory& src = mem(n.inputs[0]);
     if (kept == xs) {
       bind_alias(n.outputs[0], alias(as_plain(n.inputs[0]), g.value(n.outputs[0]).shape), n.inputs[0]);
@@ -659,29 +747,77 @@ struct Engine::Impl {
   }
 
   void reshape_like(const Node& n) {
-    const memory plain = as_plain(n.inputs[0]);
-    bind_alias(n.outputs[0], alias(plain, g.value(n.outputs[0]).shape), n.inputs[0]);
+    const memory& src = mem(n.inputs[0]);
+    const auto to = to_dims(g.value(n.outputs[0]).shape);
+    const auto strides = viewable(src.get_desc()) ? reshape_strides(src.get_desc().dims(), strides_of(src.get_desc()), to)
+                                                  : std::nullopt;
+    if (!strides) {
+      bind_alias(n.outputs[0], alias(as_plain(n.inputs[0]), g.value(n.outputs[0]).shape), n.inputs[0]);
+      return;
+    }
+    bind_alias(n.outputs[0], memory(memory::desc(to, dt::f32, *strides), eng, src.get_data_handle()), n.inputs[0]);
   }
 
   void passthrough(const Node& n) { bind_alias(n.outputs[0], mem(n.inputs[0]), n.inputs[0]); }
 
+  // One reorder in the producer's own dimension order: the dimensions the permutation moves keep their
+  // physical slots and are filled in logical output order there. Plain stays plain, and a channel
+  // shuffle of NHWC data (Reshape, Transpose, Reshape) stays NHWC, so the closing Reshape is a view.
   void transpose(const Node& n) {
     const Shape& xs = g.value(n.inputs[0]).shape;
     const auto perm = transpose_perm(xs, attrs(n));
-    const memory plain = as_plain(n.inputs[0]);
-    const auto in_strides = row_major_strides(to_dims(xs));
+    memory src = mem(n.inputs[0]);
+    if (!viewable(src.get_desc()) || src.get_desc().dims().size() != xs.size()) src = as_plain(n.inputs[0]);
+    const auto in_strides = strides_of(src.get_desc());
     memory::dims dims, strides;
     for (auto p : perm) {
       dims.push_back(xs[static_cast<size_t>(p)]);
       strides.push_back(in_strides[static_cast<size_t>(p)]);
     }
-    const memory view(memory::desc(dims, dt::f32, strides), eng, plain.get_data_handle());
+    const memory view(memory::desc(dims, dt::f32, strides), eng, src.get_data_handle());
     keep.push_back(view);
-    const memory dst = new_output(n.outputs[0], plain_md(g.value(n.outputs[0]).shape));
+    std::vector<int> order = *dense_order(src.get_desc());
+    std::vector<int> moved;
+    for (size_t i = 0; i < perm.size(); ++i)
+      if (perm[i] != static_cast<int64_t>(i)) moved.push_back(static_cast<int>(i));
+    auto next = moved.begin();
+    for (auto& d : order)
+      if (std::find(moved.begin(), moved.end(), d) != moved.end()) d = *next++;
+    const memory dst = new_output(n.outputs[0], dense_md(dims, order));
     reorder_step(view, dst, "transpose " + n.name);
   }
 
+  // Concat, channel shuffle and Split in one pass: part j of g fills channels j, j + g, j + 2g, ... of
+  // the shuffled tensor, whose channel ranges are the outputs; they keep the first part's dimension order.
+  void concat_shuffled(const Node& n) {
+    const auto groups = n.shuffle_groups;
+    std::vector<memory> parts;
+    for (int in : n.inputs) parts.push_back(viewable(mem(in).get_desc()) ? mem(in) : as_plain(in));
+    int64_t first = 0;  // the first channel of the current output, per part
+    for (int out : n.outputs) {
+      const Shape& os = g.value(out).shape;
+      const memory dst = new_output(out, dense_like(parts[0].get_desc(), os));
+      auto strides = strides_of(dst.get_desc());
+      const auto channel = strides[1];
+      strides[1] *= groups;
+      Shape dims = os, offsets(os.size(), 0);
+      dims[1] /= groups;
+      offsets[1] = first;
+      for (int64_t j = 0; j < groups; ++j) {
+        const memory& part = parts[static_cast<size_t>(j)];
+        const memory src(part.get_desc().submemory_desc(to_dims(dims), to_dims(offsets)), eng, part.get_data_handle());
+        const memory place(memory::desc(to_dims(dims), dt::f32, strides), eng,
+                           static_cast<float*>(dst.get_data_handle()) + j * channel);
+        keep.push_back(src);
+        keep.push_back(place);
+        reorder_step(src, place, "shuffle " + n.name);
+      }
+      first += dims[1];
+    }
+  }
+
   void concat(const Node& n) {
+    if (n.shuffle_groups) return concat_shuffled(n);
     const int64_t axis = normalize_axis(attrs(n).i("axis", 1), static_cast<int64_t>(g.value(n.outputs[0]).shape.size()),
                                         attrs(n), "axis");
     std::vector<memory::desc> mds;
@@ -692,10 +828,43 @@ struct Engine::Impl {
       mds.push_back(srcs.back().get_desc());
     }
     const dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, eng);
+    if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) return concat_by_reorders(n, static_cast<size_t>(axis), srcs, pd.dst_desc());
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < srcs.size(); ++i) args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs[i];
     args[DNNL_ARG_DST] = new_output(n.outputs[0], pd.dst_desc());
     add_step(dnnl::concat(pd), std::move(args), info(pd, n, "concat"));
+  }
+
+  // oneDNN concatenates inputs of mixed layouts with reference code; one reorder per input into its
+  // slice of the output converts the layout and places the data in the same pass.
+  void concat_by_reorders(const Node& n, size_t axis, const std::vector<memory>& srcs, const memory::desc& picked) {
+    const memory dst = new_output(n.outputs[0], concat_layout(picked, srcs, axis));
+    memory::dims offsets(picked.dims().size(), 0);
+    for (const auto& src : srcs) {
+      const memory slice(dst.get_desc().submemory_desc(src.get_desc().dims(), offsets), eng, dst.get_data_handle());
+      keep.push_back(slice);
+      reorder_step(src, slice, "concat " + n.name);
+      offsets[axis] += src.get_desc().dims()[axis];
+    }
+  }
+
+  // oneDNN's choice when every input's slice of it is addressable (blocks not cut), else the dense
+  // order of the first unblocked input, else plain.
+  static memory::desc concat_layout(const memory::desc& picked, const std::vector<memory>& srcs, size_t axis) {
+    std::vector<memory::desc> candidates{picked};
+    for (const auto& src : srcs)
+      if (viewable(src.get_desc())) candidates.push_back(dense_like(src.get_desc(), Shape(picked.dims())));
+    candidates.push_back(plain_md(Shape(picked.dims())));
+    for (const auto& c : candidates) {
+      memory::dims offsets(c.dims().size(), 0);
+      bool fits = true;
+      for (const auto& src : srcs) {
+        fits = fits && c.submemory_desc(src.get_desc().dims(), offsets, true).data.ndims != 0;
+        offsets[axis] += src.get_desc().dims()[axis];
+      }
+      if (fits) return c;
+    }
+    return candidates.back();
   }
 
   // A region of `value` (offsets, dims, steps) copied into a new dense tensor bound to `out`.

@@ -62,6 +62,7 @@ struct Node {
   std::vector<PostOp> post_ops;
   std::optional<HostTensor> weight, bias;  // Conv after BatchNormalization folding
   std::vector<std::string> fused;          // names of ONNX nodes merged into this one
+  int64_t shuffle_groups = 0;              // Concat: a channel shuffle (and a Split) of its output merged in
 };
 
 struct Graph {

@@ -177,6 +177,53 @@ void fuse_post_ops(Graph& g) {
   }
 }
 
+// The sole consumer of `n`'s only output when it has op `op`, else -1.
+int next_node(const Graph& g, const Node& n, const char* op) {
+  if (n.outputs.size() != 1) return -1;
+  const int c = sole_consumer(g, n.outputs[0]);
+  return c >= 0 && g.nodes[static_cast<size_t>(c)].op == op ? c : -1;
+}
+
+// ShuffleNet's Concat of g equal parts followed by the channel shuffle (Reshape to [N, g, C/g, ...],
+// Transpose of the two group axes, Reshape back): each part lands on every g-th channel, so the engine
+// writes the parts straight to their shuffled places instead of concatenating and then transposing.
+void fuse_concat_shuffle(Graph& g) {
+  for (size_t ci = 0; ci < g.nodes.size(); ++ci) {
+    auto& concat = g.nodes[ci];
+    if (concat.removed || concat.op != "Concat" || concat.outputs.size() != 1) continue;
+    const Shape& ys = g.value(concat.outputs[0]).shape;
+    const int r1 = next_node(g, concat, "Reshape");
+    const int t = r1 < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(r1)], "Transpose");
+    const int r2 = t < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(t)], "Reshape");
+    if (ys.size() < 3 || r2 < 0 || g.value(g.nodes[static_cast<size_t>(r2)].outputs[0]).shape != ys) continue;
+    const Attrs a(*concat.proto, g.origin);
+    if (normalize_axis(a.i("axis", 1), static_cast<int64_t>(ys.size()), a, "axis") != 1) continue;
+    const auto groups = static_cast<int64_t>(concat.inputs.size());
+    Shape split = ys;
+    split[1] = ys[1] / groups;
+    split.insert(split.begin() + 1, groups);
+    const Node& tr = g.nodes[static_cast<size_t>(t)];
+    std::vector<int64_t> swap(split.size());
+    for (size_t i = 0; i < swap.size(); ++i) swap[i] = static_cast<int64_t>(i);
+    std::swap(swap[1], swap[2]);
+    bool parts = groups > 1;
+    for (int in : concat.inputs) parts = parts && in >= 0 && g.value(in).shape[1] * groups == ys[1];
+    if (!parts || g.value(g.nodes[static_cast<size_t>(r1)].outputs[0]).shape != split ||
+        transpose_perm(split, Attrs(*tr.proto, g.origin)) != swap)
+      continue;
+    concat.shuffle_groups = groups;
+    for (int absorbed : {r1, t, r2}) absorb(g, static_cast<int>(ci), absorbed);
+    // The next ShuffleNet unit splits the shuffled channels again: each part then goes straight to the
+    // outputs of that Split (parts of whole groups of g channels).
+    const int sp = next_node(g, concat, "Split");
+    if (sp < 0) continue;
+    const Attrs sa(*g.nodes[static_cast<size_t>(sp)].proto, g.origin);
+    bool whole = normalize_axis(sa.i("axis", 0), static_cast<int64_t>(ys.size()), sa, "axis") == 1;
+    for (int out : g.nodes[static_cast<size_t>(sp)].outputs) whole = whole && g.value(out).shape[1] % groups == 0;
+    if (whole) absorb(g, static_cast<int>(ci), sp);
+  }
+}
+
 }  // namespace
 
 std::vector<PostOp> eltwise_chain(const Graph& g, const Node& n) {
@@ -205,6 +252,7 @@ std::vector<PostOp> eltwise_chain(const Graph& g, const Node& n) {
 void fuse_graph(Graph& g) {
   fold_batchnorm(g);
   fuse_post_ops(g);
+  fuse_concat_shuffle(g);
 }
 
 }  // namespace nnmeter::onednn
