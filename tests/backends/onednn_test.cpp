@@ -113,6 +113,26 @@ TEST(OneDnnOps, FusedActivationsMatchUnfusedReference) {
   }
 }
 
+// A BatchNormalization that cannot fold into a conv (DenseNet's BN-ReLU-Conv, the bn/bnrelu kernels) runs
+// as a depthwise 1x1 conv with its ReLU as a post-op, in plain and in a conv's layout alike.
+TEST(OneDnnOps, StandaloneBatchNormRunsAsDepthwiseConv) {
+  for (const bool after_pool : {false, true}) {
+    Builder b("bn", 13, after_pool ? 7 : 8);
+    std::string x = b.input("x", {1, 20, 9, 9});
+    if (after_pool) x = b.maxpool(b.conv(x, 24, 1), 3, 1, 1);
+    const auto model = one_output(b, b.relu(b.batchnorm(x)));
+    expect_matches_reference(model);
+    const Json plan = Engine(load_graph(model, "bn"), EngineOptions{1}).plan();
+    int as_conv = 0;
+    for (const auto& s : plan["steps"]) {
+      EXPECT_NE(s["primitive"], "batch_normalization") << s.dump();
+      EXPECT_NE(s["primitive"], "eltwise") << "the ReLU is a post-op: " << s.dump();
+      as_conv += s.value("as", "") == "depthwise 1x1 convolution";
+    }
+    EXPECT_EQ(as_conv, 1) << plan.dump(1);
+  }
+}
+
 TEST(OneDnnOps, ResidualAdditionBecomesSumPostOp) {
   Builder b("residual", 13, 5);
   const auto x = b.input("x", {1, 16, 14, 14});

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 
@@ -355,16 +356,18 @@ struct Engine::Impl {
     return j;
   }
 
+  // A load-time constant (row-major `dims`) in layout `want`, reordered once.
+  memory constant_memory(const HostTensor& t, const memory::dims& dims, const memory::desc& want) {
+    const memory src = host_memory(t, memory::desc(dims, dt::f32, row_major_strides(dims)));
+    memory dst(want, eng);
+    dnnl::reorder(src, dst).execute(strm, const_cast<memory&>(src), dst);
+    strm.wait();
+    return dst;
+  }
+
   memory weights_memory(const Node& n, const memory::dims& wdims, const memory::desc& want) {
     const int w = n.inputs[1];
-    if (n.weight || g.is_const(w)) {
-      const HostTensor& t = n.weight ? *n.weight : g.constant(w);
-      const memory src = host_memory(t, memory::desc(wdims, dt::f32, row_major_strides(wdims)));
-      memory dst(want, eng);
-      dnnl::reorder(src, dst).execute(strm, const_cast<memory&>(src), dst);
-      strm.wait();
-      return dst;
-    }
+    if (n.weight || g.is_const(w)) return constant_memory(n.weight ? *n.weight : g.constant(w), wdims, want);
     const memory view(memory::desc(wdims, dt::f32, row_major_strides(wdims)), eng, as_plain(w).get_data_handle());
     keep.push_back(view);
     if (view.get_desc() == want) return view;
@@ -423,7 +426,38 @@ struct Engine::Impl {
     return dst;
   }
 
+  // Inference BatchNormalization is a per-channel affine map x·a + b. oneDNN's batch-norm primitive has a
+  // fast kernel only for blocked layouts (on NHWC or plain data ~12 ns per element, 60x a ReLU), while a
+  // depthwise 1x1 conv is JIT-compiled for each of them: 4-D inputs run as one, in the layout they arrive in.
   void batchnorm(const Node& n) {
+    const Shape& xs = g.value(n.inputs[0]).shape;
+    if (xs.size() != 4) return batchnorm_primitive(n);
+    const int64_t c = xs[1];
+    const double eps = attrs(n).f("epsilon", 1e-5f);
+    const auto &scale = g.constant(n.inputs[1]).data, &shift = g.constant(n.inputs[2]).data;
+    const auto &mean = g.constant(n.inputs[3]).data, &var = g.constant(n.inputs[4]).data;
+    HostTensor w{HostTensor::DType::F32, {c, 1, 1, 1, 1}, {}}, b{HostTensor::DType::F32, {c}, {}};
+    for (size_t i = 0; i < static_cast<size_t>(c); ++i) {
+      const double a = scale[i] / std::sqrt(var[i] + eps);
+      w.data.push_back(a);
+      b.data.push_back(shift[i] - mean[i] * a);
+    }
+    const memory::dims wdims{c, 1, 1, 1, 1};
+    const memory::desc& arrived = mem(n.inputs[0]).get_desc();
+    const memory::desc src_md = arrived == plain_md(xs) ? any_md(to_dims(xs)) : arrived;
+    dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
+                                      any_md(wdims), any_md({c}), any_md(to_dims(xs)), {1, 1}, {0, 0}, {0, 0});
+    const dnnl::convolution_forward::primitive_desc pd(d, make_attr(n.post_ops), eng);
+    std::unordered_map<int, memory> args{{DNNL_ARG_SRC, as_desc(n.inputs[0], pd.src_desc())},
+                                         {DNNL_ARG_WEIGHTS, constant_memory(w, wdims, pd.weights_desc())},
+                                         {DNNL_ARG_BIAS, constant_memory(b, {c}, pd.bias_desc())}};
+    args[DNNL_ARG_DST] = conv_dst(n, pd.dst_desc());
+    Json step = info(pd, n, "convolution");
+    step["as"] = "depthwise 1x1 convolution";
+    add_step(dnnl::convolution_forward(pd), std::move(args), std::move(step));
+  }
+
+  void batchnorm_primitive(const Node& n) {
     const memory& x = mem(n.inputs[0]);
     const int64_t c = g.value(n.inputs[0]).shape[1];
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale_shift;
