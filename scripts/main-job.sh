@@ -2,7 +2,7 @@
 # The main job, end to end on this machine: build nn-meter; walk through registration with the example
 # plugins; then build kernel latency predictors for onednn_cpu (the embedded backend) for the main kernels
 # with modest sample counts, print their accuracy table, register the predictor (with the backend's fusion
-# rules) and predict two CNNs, measuring them for comparison. About 19 minutes on
+# rules) and predict two CNNs, measuring them for comparison. 12-20 minutes on
 # 2 cores. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
