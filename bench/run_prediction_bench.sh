@@ -3,7 +3,7 @@
 # backend's fusion rules with `nn-meter build`, write the CNN model set, measure every model on the
 # backend, predict every model, and time prediction. Every step resumes: rerun after an interruption.
 # Results: OUT/accuracy.md, OUT/speed.txt, OUT/oracle.md (prediction error split into kernel-predictor and
-# composition error for two models), OUT/builder_bench.md (issue 5: conv-bn-relu and dwconv-bn-relu accuracy
+# composition error for four models), OUT/builder_bench.md (issue 5: conv-bn-relu and dwconv-bn-relu accuracy
 # against samples on a fresh profiled set); bench/RESULTS-prediction.md and RESULTS-builder.md quote one run.
 # Usage: bench/run_prediction_bench.sh [OUT] [build-dir]
 set -euo pipefail
@@ -41,6 +41,7 @@ KERNELS:
   global-avgpool: {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   se:             {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   hswish:         {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  swish:          {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   relu:           {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   add:            {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   addrelu:        {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
@@ -59,7 +60,7 @@ predictor="$ws/predictor_build/predictor"
 "$out/bin/prediction_bench" measure "$out/models" "$out/measured.json" '{"NUM_RUNS": 10, "WARMUP_RUNS": 5}'
 "$out/bin/prediction_bench" accuracy "$out/models" "$out/measured.json" "$predictor" | tee "$out/accuracy.md"
 "$out/bin/prediction_bench" speed "$predictor" "$out/speed" 1000 | tee "$out/speed.txt"
-for m in mobilenet_v2_r224_w1 shufflenet_v2_x1_0_r224_w1; do
+for m in mobilenet_v2_r224_w1 shufflenet_v2_x1_0_r224_w1 efficientnet_b0_r224_w1 resnet18_r224_w1; do
   "$out/bin/prediction_oracle" "$out/models/$m.onnx" "$predictor" '{"NUM_RUNS": 10, "WARMUP_RUNS": 5}'
 done > "$out/oracle.md"
 grep '^\*\*' "$out/oracle.md"

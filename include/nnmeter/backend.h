@@ -61,6 +61,10 @@ class Backend {
   virtual std::unique_ptr<BackendWrapper> build_wrapper(const std::vector<fs::path>& backend_files) = 0;
   // Measures the latency of converted files with the settings of the backend's config.
   virtual LatencyStats profile(const std::vector<fs::path>& backend_files) = 0;
+  // How many kernels (fused units of work, layout reorders not counted) a run of converted files
+  // executes, when the backend can tell from its own execution plan; nullopt when it cannot. The
+  // fusion-rule tester settles with it the pairs whose timing stays inside the noise.
+  virtual std::optional<int> kernel_count(const std::vector<fs::path>& /*backend_files*/) { return std::nullopt; }
 };
 
 // A backend the registry can construct by name.

@@ -48,6 +48,7 @@ struct RuleTestSettings {
 // A test case's profiled models: latency per model, or the reason profiling (or generation) failed.
 struct ProfiledCase {
   std::map<std::string, Latency> latencies;  // model name → latency
+  std::map<std::string, int> kernels;        // model name → kernels its run executes, where the backend tells
   std::string error;                         // non-empty: the case cannot be decided
 };
 

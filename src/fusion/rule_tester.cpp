@@ -62,6 +62,7 @@ struct RuleTester::Impl {
   Registry registry;
   RuleTestSettings settings;
   Json backend_config;  // the workspace's, as the rule test profiles with it
+  std::unique_ptr<Backend> planner;  // a builtin backend's instance, asked for kernel counts only
   fusion::RuleTestConfig config;
   std::map<std::string, OperatorInfo> operators;
   std::map<std::string, TestCaseInfo> specials;
@@ -150,6 +151,9 @@ RuleTester::RuleTester(Workspace workspace, Registry registry, RuleTestSettings 
   // never pays, and every pair would look fused: fusion is judged on warm back-to-back runs.
   for (const auto& p : backend.params)
     if (p.name == "COLD_CACHE") m.backend_config["COLD_CACHE"] = false;
+  // Plugins are only ever loaded in profiling workers, where a crash costs one model.
+  if (!backend.customized)
+    m.planner = backend.create(resolve_backend_config(backend.params, m.backend_config, "backend_config.yaml"));
   m.config = fusion::RuleTestConfig::parse(m.ws.ruletest_config);
   for (auto& info : list_operators(m.registry))
     if (info.implement == "onnx") m.operators.emplace(info.name, std::move(info));
@@ -209,6 +213,18 @@ std::optional<std::string> within_noise(const std::map<std::string, Latency>& la
                      kUndecidable, margin, spread);
 }
 
+// Timing inside the noise, but the backend reports the kernels each model runs: the pair is fused when the
+// block runs fewer kernels than the two ops apart.
+std::optional<Json> settled_by_kernel_counts(const std::map<std::string, int>& kernels,
+                                             const std::pair<std::string, std::string>& ops) {
+  const auto a = kernels.find(ops.first), b = kernels.find(ops.second), block = kernels.find("block");
+  if (a == kernels.end() || b == kernels.end() || block == kernels.end()) return std::nullopt;
+  return Json{{"obey", block->second < a->second + b->second},
+              {"reason", fmt::format("timing inside the noise; the backend's plan runs {} kernel(s) for the block, {} for "
+                                     "the two ops apart",
+                                     block->second, a->second + b->second)}};
+}
+
 }  // namespace
 
 Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) const {
@@ -244,7 +260,8 @@ Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) con
         rule = {{"obey", nullptr}, {"error", std::string("the test case failed to decide: ") + e.what()}};
       }
       if (entry.ops && rule["obey"].is_boolean()) {
-        if (auto noise = within_noise(it->second.latencies, *entry.ops, m.config.alpha)) rule = {{"obey", nullptr}, {"error", *noise}};
+        if (auto noise = within_noise(it->second.latencies, *entry.ops, m.config.alpha))
+          rule = settled_by_kernel_counts(it->second.kernels, *entry.ops).value_or(Json{{"obey", nullptr}, {"error", *noise}});
       }
       if (m.config.detail) {
         Json latency = Json::object();
@@ -322,6 +339,8 @@ RuleTestResult RuleTester::run() {
       const auto& [name, model] = job_of.at(id);
       if (outcome.ok) {
         measured[name][model].push_back(outcome.stats.latency());
+        if (m.planner)
+          if (const auto n = m.planner->kernel_count(outcome.converted_files)) profiled[name].kernels[model] = *n;
       } else {
         failures[name][model] = outcome.error;
         if (profiled[name].error.empty())

@@ -378,6 +378,24 @@ TEST(OneDnnBackend, ConvertRunAndProfile) {
   EXPECT_THROW(backend->build_wrapper({dir / "nothing.txt"}), Error);
 }
 
+// The kernel count the rule tester asks for: primitives of the timed run, reorders not counted, fused
+// post-ops inside their primitive.
+TEST(OneDnnBackend, KernelCountComesFromThePlan) {
+  test::TempDir dir;
+  auto backend = make_backend(Json::object());
+  auto count = [&](const std::string& name, auto&& build) {
+    Builder b(name, 13, 5);
+    const auto x = b.input("x", {1, 32, 14, 14});
+    io::write_file_atomic(dir / (name + ".onnx"), one_output(b, build(b, x)).SerializeAsString());
+    return backend->kernel_count(backend->to_backend(dir / (name + ".onnx"), dir / "work", name));
+  };
+  EXPECT_EQ(count("dw", [](Builder& b, const std::string& x) { return b.conv(x, 32, 3, 1, -1, 32); }), 1);
+  EXPECT_EQ(count("relu", [](Builder& b, const std::string& x) { return b.relu(x); }), 1);
+  EXPECT_EQ(count("dw_relu", [](Builder& b, const std::string& x) { return b.relu(b.conv(x, 32, 3, 1, -1, 32)); }), 1);
+  EXPECT_EQ(count("relu_dw", [](Builder& b, const std::string& x) { return b.conv(b.relu(x), 32, 3, 1, -1, 32); }), 2);
+  EXPECT_EQ(backend->kernel_count({dir / "dw.onnx"}), std::nullopt) << "no plan: the backend cannot tell";
+}
+
 // A kernel model is profiled as it runs inside a network: the timed pipeline has no reorder of the NCHW
 // graph input into the conv's layout nor of its output back, while forward() still returns plain NCHW.
 TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
@@ -505,22 +523,51 @@ TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
   EXPECT_THROW(measure([] {}, s), Error);
 }
 
-// Cold caches are the default (docs/profiling.md): every timed run is preceded by reading twice the L2,
-// which does not change what is counted, only where the data starts.
-TEST(OneDnnBackend, ColdCacheIsTheDefaultAndCanBeTurnedOff) {
-  const size_t flush = private_cache_flush_bytes();
-  EXPECT_GE(flush, size_t{128} << 10);  // no x86 core has less than 64 KiB of L2
-  EXPECT_EQ(flush % 1024, 0u);
-  const auto params = builtin_backends()[0].params;
-  EXPECT_EQ(measure_settings(resolve_backend_config(params, Json::object(), "t")).flush_bytes, flush);
-  EXPECT_EQ(measure_settings(resolve_backend_config(params, Json{{"COLD_CACHE", false}}, "t")).flush_bytes, 0u);
+// measure() runs the untimed preparation before every timed run and nowhere else.
+TEST(OneDnnBackend, MeasurementPreparesEveryTimedRun) {
+  std::vector<char> calls;
+  const auto m = measure([&] { calls.push_back('r'); }, exact_settings(1, 3, 2), [&] { calls.push_back('p'); });
+  EXPECT_EQ(std::string(calls.begin(), calls.end()), "rr" "prprpr" "prprpr");
+  EXPECT_EQ(m.run_samples_ms.size(), 6u);
+}
 
-  int calls = 0;
-  MeasureSettings s = exact_settings(1, 3, 2);
-  s.flush_bytes = flush;
-  const auto m = measure([&] { ++calls; }, s);
-  EXPECT_EQ(calls, 1 + 1 + 2 * 3);
-  EXPECT_EQ(m.stats.count, 2);
+// Cache eviction and the input write-back leave every byte as it was, whatever the alignment and size.
+TEST(OneDnnBackend, CacheEvictionKeepsData) {
+  std::vector<uint8_t> data(10000);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
+  const auto want = data;
+  const std::vector<ByteRange> ranges = {{data.data() + 3, 5000}, {data.data() + 5003, 1}, {data.data() + 6000, 4000}};
+  evict_from_caches(ranges);
+  write_back_into_cache(ranges, 2);
+  EXPECT_EQ(data, want);
+}
+
+// COLD_CACHE (default on) evicts everything a run touches and writes back only what the timed pipeline
+// reads first: for a conv kernel the staged input in the conv's layout, for inference the plain input.
+TEST(OneDnnProfiling, ColdStartEvictsTheFootprintAndWritesTheInput) {
+  const auto params = builtin_backends()[0].params;
+  EXPECT_TRUE(resolve_backend_config(params, Json::object(), "t")["COLD_CACHE"].get<bool>());
+
+  Builder b("kernel", 13, 9);
+  const auto x = b.input("x", {1, 32, 28, 28});
+  const auto model = one_output(b, b.relu(b.conv_bn(x, 48, 3)));
+  Engine engine(load_graph(model, "kernel"), EngineOptions{1});
+  const size_t input = 32 * 28 * 28 * 4, output = 48 * 28 * 28 * 4, weights = 48 * 32 * 3 * 3 * 4;
+  const Json timed = engine.plan(Pipeline::Profiling), inference = engine.plan();
+  EXPECT_GE(timed["footprint_bytes"].get<size_t>(), input + weights + output);
+  EXPECT_EQ(timed["footprint_bytes"], inference["footprint_bytes"]);
+  EXPECT_EQ(inference["cold_start_input_bytes"], input);
+  EXPECT_GE(timed["cold_start_input_bytes"].get<size_t>(), input);  // blocked layouts may pad channels
+  EXPECT_LT(timed["cold_start_input_bytes"].get<size_t>(), 2 * input);
+
+  const auto in = inputs_for(model, 1);
+  const auto want = Engine(load_graph(model, "kernel"), EngineOptions{1}).forward(in)[0].data;
+  engine.set_inputs(in);
+  engine.start_cold(Pipeline::Profiling);  // stages the inputs itself
+  engine.execute(Pipeline::Profiling);
+  engine.start_cold(Pipeline::Inference);
+  engine.execute(Pipeline::Inference);
+  EXPECT_EQ(engine.outputs()[0].data, want);
 }
 
 }  // namespace

@@ -105,6 +105,29 @@ TEST_F(RuleTesterFixture, MarginWithinTheMeasurementNoiseIsUndecidedNotGuessed) 
   EXPECT_EQ(rules["BF_conv_bn"]["obey"], true) << rules.dump();
 }
 
+// A backend that reports the kernels each model runs settles what the timing cannot: fewer kernels for
+// the block than for the two ops apart means the second op became part of the first.
+TEST_F(RuleTesterFixture, KernelCountsSettleWhatTheNoiseLeavesOpen) {
+  const RuleTester t = tester({"conv_relu", "conv_bn"});
+  ProfiledCase fused, separate;
+  fused.latencies = separate.latencies = {
+      {"conv", Latency{3.0, 0.06}}, {"relu", Latency{0.03, 0.001}}, {"block", Latency{3.01, 0.06}}};
+  fused.kernels = {{"conv", 1}, {"relu", 1}, {"block", 1}};
+  separate.kernels = {{"conv", 1}, {"relu", 1}, {"block", 2}};
+  Json rules = t.detect({{"BF_conv_relu", fused}});
+  EXPECT_EQ(rules["BF_conv_relu"]["obey"], true) << rules.dump();
+  EXPECT_NE(rules["BF_conv_relu"].value("reason", "").find("1 kernel(s) for the block, 2 for the two ops apart"),
+            std::string::npos) << rules.dump();
+  rules = t.detect({{"BF_conv_relu", separate}});
+  EXPECT_EQ(rules["BF_conv_relu"]["obey"], false) << rules.dump();
+
+  // Clear timing is never overruled by the counts.
+  ProfiledCase clear = latencies({{"conv", 1.0}, {"relu", 0.3}, {"block", 1.3}});
+  clear.kernels = {{"conv", 1}, {"relu", 1}, {"block", 1}};
+  rules = t.detect({{"BF_conv_relu", clear}});
+  EXPECT_EQ(rules["BF_conv_relu"], (Json{{"obey", false}})) << rules.dump();
+}
+
 TEST_F(RuleTesterFixture, DependencyNotObeyedMeansFalseWithoutEvaluation) {
   const RuleTester t = tester({"MON"});
   // MON's own latencies would say "fused"; the dependency decides first.

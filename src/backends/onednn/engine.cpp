@@ -12,9 +12,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <optional>
 
 #include "backends/onednn/graph_internal.h"
+#include "backends/onednn/measure.h"
 
 namespace nnmeter::onednn {
 
@@ -205,11 +207,49 @@ struct Engine::Impl {
   std::vector<memory> keep;            // memories referenced only through aliases
   int current = -1;                    // node being compiled
   bool inputs_staged = false;          // the input edge reorders ran since the last set_inputs()
+  std::vector<ByteRange> footprint;    // every buffer a run touches, found once after compile()
 
   void run_steps(Pipeline p) {
     for (auto& s : steps)
       if (p == Pipeline::Inference || s.edge == Edge::None) s.prim.execute(strm, s.args);
     strm.wait();
+  }
+
+  // The buffers a pipeline's first steps read from outside: for Profiling the staged copies the input
+  // edges write (or the plain input where no edge stages it), for Inference the plain inputs.
+  std::vector<ByteRange> arrivals(Pipeline p) const {
+    std::vector<ByteRange> out;
+    for (const auto& in : inputs) {
+      bool read_directly = p == Pipeline::Inference;
+      for (const auto& s : steps) {
+        if (s.edge == Edge::Output || (p == Pipeline::Inference && s.edge == Edge::Input)) continue;
+        for (const auto& [arg, m] : s.args) {
+          if (arg == DNNL_ARG_DST || m.get_data_handle() != in.get_data_handle()) continue;
+          if (s.edge == Edge::Input) out.push_back(byte_range(s.args.at(DNNL_ARG_DST)));
+          else read_directly = true;
+        }
+      }
+      if (read_directly) out.push_back(byte_range(in));
+    }
+    return out;
+  }
+
+  static ByteRange byte_range(const memory& m) {
+    return {static_cast<const uint8_t*>(m.get_data_handle()), m.get_desc().get_size()};
+  }
+
+  void collect_footprint() {
+    std::map<const uint8_t*, size_t> ranges;
+    auto add = [&](const memory& m) {
+      if (!m) return;
+      const ByteRange r = byte_range(m);
+      if (r.data != nullptr && r.size > 0) ranges[r.data] = std::max(ranges[r.data], r.size);
+    };
+    for (const auto& s : steps)
+      for (const auto& [arg, m] : s.args) add(m);
+    for (const auto* group : {&inputs, &outputs, &keep})
+      for (const auto& m : *group) add(m);
+    for (const auto& [data, size] : ranges) footprint.push_back({data, size});
   }
 
   void stage_inputs() {
@@ -1111,6 +1151,7 @@ Engine::Engine(Graph graph, EngineOptions options) : impl_(std::make_unique<Impl
   impl_->opt = options;
   omp_set_num_threads(std::max(1, options.threads));
   impl_->compile();
+  impl_->collect_footprint();
   spdlog::debug("onednn_cpu: {} compiled into {} primitives", impl_->g.origin, impl_->steps.size());
 }
 
@@ -1139,6 +1180,12 @@ void Engine::execute(Pipeline pipeline) {
   omp_set_num_threads(std::max(1, impl_->opt.threads));
   if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
   impl_->run_steps(pipeline);
+}
+
+void Engine::start_cold(Pipeline pipeline) {
+  if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
+  evict_from_caches(impl_->footprint);
+  write_back_into_cache(impl_->arrivals(pipeline), impl_->opt.threads);
 }
 
 void Engine::prepare_profiling() {
@@ -1182,9 +1229,16 @@ Json Engine::plan(Pipeline pipeline) const {
     steps.push_back(s.info);
     reorders += s.info.value("primitive", "") == "reorder";
   }
+  auto total = [](const std::vector<ByteRange>& ranges) {
+    size_t bytes = 0;
+    for (const auto& r : ranges) bytes += r.size;
+    return bytes;
+  };
   Json j{{"threads", impl_->opt.threads}, {"isa", effective_isa()}, {"onednn", dnnl_version()},
          {"pipeline", pipeline == Pipeline::Profiling ? "profiling" : "inference"},
-         {"primitives", steps.size()}, {"reorders", reorders}, {"edge_reorders", edges}, {"steps", steps}};
+         {"primitives", steps.size()}, {"reorders", reorders}, {"edge_reorders", edges},
+         {"footprint_bytes", total(impl_->footprint)}, {"cold_start_input_bytes", total(impl_->arrivals(pipeline))},
+         {"steps", steps}};
   if (pipeline == Pipeline::Profiling) j["excluded_edge_reorders"] = excluded;
   return j;
 }

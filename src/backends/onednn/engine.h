@@ -44,6 +44,11 @@ class Engine {
   // execute(Pipeline::Profiling) does it on its own when the inputs changed since; calling it first
   // keeps that work out of the first timed run.
   void prepare_profiling();
+  // Before a cold timed run (COLD_CACHE): evicts every buffer a run touches (weights, activations,
+  // inputs, outputs) from all cache levels, then writes the buffers `pipeline` reads its inputs from, so
+  // the run finds them where a layer inside a network does: weights and its own output in memory, its
+  // input just written by the layer before.
+  void start_cold(Pipeline pipeline);
   // Reads the graph outputs (plain row-major float32) after execute().
   std::vector<Tensor> outputs() const;
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);

@@ -1,5 +1,7 @@
 #include "backends/onednn/measure.h"
 
+#include <cpuid.h>
+#include <immintrin.h>
 #include <omp.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
@@ -124,43 +126,40 @@ class Pinning {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 50); }
 
-// Reading every cache line of a private buffer per thread evicts what the previous run left in L1/L2.
-class CacheFlusher {
- public:
-  CacheFlusher(size_t bytes, int threads)
-      : bytes_(bytes), threads_(std::max(1, threads)), buffer_(bytes * static_cast<size_t>(threads_), 1) {}
-  void operator()() {
-    if (bytes_ == 0) return;
-    unsigned sum = 0;
-#pragma omp parallel num_threads(threads_) reduction(+ : sum)
-    {
-      const uint8_t* slice = buffer_.data() + bytes_ * static_cast<size_t>(omp_get_thread_num());
-      for (size_t i = 0; i < bytes_; i += 64) sum += slice[i];
-    }
-    sink_ = sink_ + sum;
-  }
+}  // namespace
 
- private:
-  size_t bytes_;
-  int threads_;
-  std::vector<uint8_t> buffer_;
-  volatile unsigned sink_ = 0;  // keeps the reads from being optimized away
-};
+namespace {
+
+constexpr size_t kLine = 64;
+
+bool has_clflushopt() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & (1u << 23)) != 0;
+}
+
+__attribute__((target("clflushopt"))) void clflushopt_lines(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; i += kLine) _mm_clflushopt(const_cast<uint8_t*>(p + i));
+}
+
+void clflush_lines(const uint8_t* p, size_t n) {
+  for (size_t i = 0; i < n; i += kLine) _mm_clflush(p + i);
+}
 
 }  // namespace
 
-size_t private_cache_flush_bytes() {
-  for (int index = 0; index < 8; ++index) {
-    const fs::path dir = fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}", index);
-    std::ifstream level(dir / "level"), size(dir / "size");
-    int l = 0;
-    std::string text;
-    if (!(level >> l) || l != 2 || !(size >> text) || text.empty()) continue;
-    size_t kib = std::strtoull(text.c_str(), nullptr, 10);
-    if (text.back() == 'M') kib *= 1024;
-    if (kib > 0) return 2 * kib * 1024;
+void evict_from_caches(const std::vector<ByteRange>& ranges) {
+  static const bool optimized = has_clflushopt();
+  for (const auto& r : ranges) (optimized ? clflushopt_lines : clflush_lines)(r.data, r.size);
+  _mm_mfence();  // the flushes complete before the timed run starts
+}
+
+void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads) {
+  for (const auto& r : ranges) {
+    auto* bytes = const_cast<volatile uint8_t*>(r.data);
+    const auto lines = static_cast<std::ptrdiff_t>((r.size + kLine - 1) / kLine);
+#pragma omp parallel for num_threads(std::max(1, threads)) schedule(static)
+    for (std::ptrdiff_t i = 0; i < lines; ++i) bytes[i * kLine] = bytes[i * kLine];
   }
-  return size_t{4} << 20;
 }
 
 double percentile(std::vector<double> v, double p) {
@@ -172,7 +171,8 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
 }
 
-Measurement measure(const std::function<void()>& run, const MeasureSettings& s) {
+Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
+                    const std::function<void()>& before_each_timed_run) {
   if (s.runs < 1 || s.rounds < 1 || s.warmup_runs < 0 || s.min_time_ms < 0)
     throw Error("measurement settings need NUM_RUNS >= 1, NUM_ROUNDS >= 1, WARMUP_RUNS >= 0 and MIN_TIME_MS >= 0");
   Measurement m;
@@ -186,7 +186,6 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s) 
   m.first_run_ms = ms_since(t0);
   for (int i = 0; i < s.warmup_runs; ++i) run();
 
-  CacheFlusher flush(s.flush_bytes, s.threads);
   std::vector<double> round_medians;
   while (static_cast<int>(round_medians.size()) < s.rounds) {
     std::vector<double> samples;
@@ -194,7 +193,7 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s) 
     const double own_before = own_cpu_seconds();
     const auto round_start = Clock::now();
     while (static_cast<int>(samples.size()) < s.runs || ms_since(round_start) < s.min_time_ms) {
-      flush();
+      if (before_each_timed_run) before_each_timed_run();
       t0 = Clock::now();
       run();
       samples.push_back(ms_since(t0));

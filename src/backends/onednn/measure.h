@@ -5,7 +5,10 @@
 // again, so interference is waited out instead of averaged in.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "nnmeter/latency.h"
 
@@ -20,9 +23,6 @@ struct MeasureSettings {
   bool pin = true;          // pin the measuring threads to the least busy CPUs
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
-  // Bytes each measuring thread reads before every timed run (untimed) to push the model's data out of
-  // its private caches; 0 = runs back to back with warm caches.
-  size_t flush_bytes = 0;
 };
 
 struct Measurement {
@@ -34,10 +34,23 @@ struct Measurement {
   std::vector<int> cpus;             // CPUs the threads were pinned to; empty when not pinned
 };
 
-Measurement measure(const std::function<void()>& run, const MeasureSettings& settings);
+// `before_each_timed_run`, when given, runs untimed before every timed run (not before the cold run or
+// the warm-up runs).
+Measurement measure(const std::function<void()>& run, const MeasureSettings& settings,
+                    const std::function<void()>& before_each_timed_run = {});
 
-// Twice the per-core L2 cache (sysfs), enough to evict it; 4 MiB when the size cannot be read.
-size_t private_cache_flush_bytes();
+struct ByteRange {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+// Writes back and evicts every cache line of the ranges from all cache levels of every core (CLFLUSHOPT,
+// or CLFLUSH on CPUs without it). Cost grows with the ranges, not with the size of the caches.
+void evict_from_caches(const std::vector<ByteRange>& ranges);
+
+// Rewrites every cache line of the ranges with its own value, split over `threads` OpenMP threads, so
+// the lines sit modified in those cores' caches, as a producer leaves its output.
+void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads);
 
 // The p-th percentile (0..100) by linear interpolation; 0 for no samples.
 double percentile(std::vector<double> samples, double p);
