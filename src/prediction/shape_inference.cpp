@@ -69,7 +69,7 @@ bool is_binary(const std::string& op) { return op == "Add" || op == "Sub" || op 
 
 class Inference {
  public:
-  explicit Inference(const onnx::GraphProto& g) {
+  Inference(const onnx::GraphProto& g, std::pmr::memory_resource* scratch) : shapes_(scratch), values_(scratch) {
     shapes_.reserve(static_cast<size_t>(g.input_size() + g.initializer_size() + 2 * g.node_size()));
     for (const auto& vi : g.input())
       if (auto s = static_shape(vi.type())) shapes_[vi.name()] = std::move(*s);
@@ -373,14 +373,15 @@ class Inference {
   }
 
   ShapeMap shapes_;
-  std::unordered_map<std::string_view, std::vector<int64_t>> values_;  // small integer tensors (shape arithmetic)
+  std::pmr::unordered_map<std::string_view, std::vector<int64_t>> values_;  // small integer tensors (shape arithmetic)
 };
 
 }  // namespace
 
-std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order) {
+std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order,
+                                              std::pmr::memory_resource* scratch) {
   try {
-    return Inference(g).run(g, order);
+    return Inference(g, scratch).run(g, order);
   } catch (const Unsupported&) {
     return std::nullopt;
   }
