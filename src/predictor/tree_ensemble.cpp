@@ -50,33 +50,31 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_c
   return e;
 }
 
-float TreeEnsemble::predict(const float* row) const {
-  const bool missing = std::any_of(row, row + feature_count_, [](float x) { return std::isnan(x); });
-  return missing ? predict_with_missing(row) : predict_complete(row);
+void TreeEnsemble::predict(const float* rows, size_t count, float* margins) const {
+  auto row = [&](size_t r) { return rows + r * feature_count_; };
+  std::vector<bool> missing(count);
+  for (size_t r = 0; r < count; ++r)
+    missing[r] = std::any_of(row(r), row(r) + feature_count_, [](float x) { return std::isnan(x); });
+  std::fill(margins, margins + count, base_score_);
+  for (int32_t root : roots_)
+    for (size_t r = 0; r < count; ++r)
+      margins[r] += missing[r] ? leaf_with_missing(root, row(r)) : leaf_complete(root, row(r));
 }
 
-float TreeEnsemble::predict_complete(const float* row) const {
-  float sum = base_score_;
-  for (int32_t id : roots_) {
-    const Node* node = &nodes_[static_cast<size_t>(id)];
-    while (node->left >= 0) node = &nodes_[static_cast<size_t>(node->left + !(row[node->feature] < node->value))];
-    sum += node->value;
-  }
-  return sum;
+float TreeEnsemble::leaf_complete(int32_t root, const float* row) const {
+  const Node* node = &nodes_[static_cast<size_t>(root)];
+  while (node->left >= 0) node = &nodes_[static_cast<size_t>(node->left + !(row[node->feature] < node->value))];
+  return node->value;
 }
 
-float TreeEnsemble::predict_with_missing(const float* row) const {
-  float sum = base_score_;
-  for (int32_t id : roots_) {
-    const Node* node = &nodes_[static_cast<size_t>(id)];
-    while (node->left >= 0) {
-      const float x = row[node->feature];
-      const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
-      node = &nodes_[static_cast<size_t>(node->left + right)];
-    }
-    sum += node->value;
+float TreeEnsemble::leaf_with_missing(int32_t root, const float* row) const {
+  const Node* node = &nodes_[static_cast<size_t>(root)];
+  while (node->left >= 0) {
+    const float x = row[node->feature];
+    const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
+    node = &nodes_[static_cast<size_t>(node->left + right)];
   }
-  return sum;
+  return node->value;
 }
 
 }  // namespace nnmeter
