@@ -51,30 +51,25 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_c
 }
 
 void TreeEnsemble::predict(const float* rows, size_t count, float* margins) const {
-  auto row = [&](size_t r) { return rows + r * feature_count_; };
-  std::vector<bool> missing(count);
-  for (size_t r = 0; r < count; ++r)
-    missing[r] = std::any_of(row(r), row(r) + feature_count_, [](float x) { return std::isnan(x); });
   std::fill(margins, margins + count, base_score_);
-  for (int32_t root : roots_)
-    for (size_t r = 0; r < count; ++r)
-      margins[r] += missing[r] ? leaf_with_missing(root, row(r)) : leaf_complete(root, row(r));
-}
-
-float TreeEnsemble::leaf_complete(int32_t root, const float* row) const {
-  const Node* node = &nodes_[static_cast<size_t>(root)];
-  while (node->left >= 0) node = &nodes_[static_cast<size_t>(node->left + !(row[node->feature] < node->value))];
-  return node->value;
-}
-
-float TreeEnsemble::leaf_with_missing(int32_t root, const float* row) const {
-  const Node* node = &nodes_[static_cast<size_t>(root)];
-  while (node->left >= 0) {
-    const float x = row[node->feature];
-    const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
-    node = &nodes_[static_cast<size_t>(node->left + right)];
+  std::vector<const Node*> at(count);
+  for (int32_t root : roots_) {
+    // All rows descend one level at a time: their node loads do not depend on each other, so they overlap
+    // instead of forming one chain of cache misses per row.
+    std::fill(at.begin(), at.end(), &nodes_[static_cast<size_t>(root)]);
+    for (bool descending = true; descending;) {
+      descending = false;
+      for (size_t r = 0; r < count; ++r) {
+        const Node* node = at[r];
+        if (node->left < 0) continue;
+        const float x = rows[r * feature_count_ + node->feature];
+        const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
+        at[r] = &nodes_[static_cast<size_t>(node->left + right)];
+        descending = true;
+      }
+    }
+    for (size_t r = 0; r < count; ++r) margins[r] += at[r]->value;
   }
-  return node->value;
 }
 
 }  // namespace nnmeter

@@ -32,8 +32,6 @@ class TreeEnsemble {
     float value = 0;  // split threshold (go left when x < value) or leaf value
     bool default_left = false;
   };
-  float leaf_complete(int32_t root, const float* row) const;
-  float leaf_with_missing(int32_t root, const float* row) const;
 
   float base_score_ = 0;
   size_t feature_count_ = 0;
