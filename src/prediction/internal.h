@@ -33,7 +33,7 @@ std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t);
 
 // Tensor name (viewing the model's strings) → static shape. Converting a model builds several name tables
 // of ~1000 entries; `scratch` below is a monotonic buffer that holds them all and is freed at once (their
-// node-by-node allocation and freeing was a fifth of a prediction).
+// node-by-node allocation and freeing was a tenth of a prediction).
 using ShapeMap = std::pmr::unordered_map<std::string_view, Shape>;
 
 // Dims of a tensor type when all are known and non-negative.
