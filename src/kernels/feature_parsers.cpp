@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "kernels/config_check.h"
 
@@ -20,12 +21,17 @@ class BuiltinParser : public FeatureParser {
   std::vector<std::string> needed_config() const override { return needed_; }
 
   std::vector<double> get_feature_by_config(const KernelConfig& config) const override {
-    KernelConfig c = with_implied_keys(config);
+    // A config with every needed key (what kernel detection writes) is read as it is: filling in implied
+    // keys takes a copy, and copying every kernel's config was a visible part of a model-level prediction.
+    std::optional<KernelConfig> filled;
+    if (!has_needed_keys(config)) filled = with_implied_keys(config);
+    const KernelConfig& c = filled ? *filled : config;
     std::vector<double> feature;
+    feature.reserve(needed_.size() + 2);
     for (const auto& key : needed_) {
       // Concat's absent inputs are 0; every other value is a positive integer.
       int64_t lo = kernel_ == "concat" && (key == "CIN3" || key == "CIN4") ? 0 : 1;
-      if (lo == 0 && !c.contains(key)) c[key] = 0;
+      if (lo == 0 && !c.contains(key)) (*filled)[key] = 0;  // a missing key means `filled` is in use
       feature.push_back(static_cast<double>(kcheck::get_int(c, kernel_, key, lo, std::numeric_limits<int64_t>::max())));
     }
     if (extra_ == Extra::None) return feature;
@@ -61,6 +67,11 @@ class BuiltinParser : public FeatureParser {
   }
 
  private:
+  bool has_needed_keys(const KernelConfig& config) const {
+    return config.is_object() &&
+           std::all_of(needed_.begin(), needed_.end(), [&](const std::string& key) { return config.contains(key); });
+  }
+
   // Keys nn-Meter fills in before extracting features: COUT of depthwise convs and pooling is CIN, and
   // pooling configs written with STRIDES mean POOL_STRIDES.
   KernelConfig with_implied_keys(const KernelConfig& config) const {

@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <memory_resource>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -30,16 +31,20 @@ std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t);
 
 // ---- shapes (onnx_ir.cpp, shape_inference.cpp)
 
-// Tensor name (viewing the model's strings) → static shape.
-using ShapeMap = std::unordered_map<std::string_view, Shape>;
+// Tensor name (viewing the model's strings) → static shape. Converting a model builds several name tables
+// of ~1000 entries; `scratch` below is a monotonic buffer that holds them all and is freed at once (their
+// node-by-node allocation and freeing was a tenth of a prediction).
+using ShapeMap = std::pmr::unordered_map<std::string_view, Shape>;
 
 // Dims of a tensor type when all are known and non-negative.
 std::optional<Shape> static_shape(const onnx::TypeProto& type);
 // Topological order of the graph's nodes (ONNX requires it, some tools break it). Cycles → Error.
-std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin);
+std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin,
+                                   std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
 // Every tensor's shape by this project's own inference (graph inputs must be static), visiting nodes in
 // `order`; nullopt when an op or attribute is outside what it handles, and ONNX's inference must run.
-std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order);
+std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order,
+                                              std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
 // ONNX's shape inference with data propagation (rewrites value_info, output shapes and, for folded
 // shape tensors, node inputs); shapes of graph inputs, value_info and outputs. Failure → Error.
 ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& origin);

@@ -38,7 +38,7 @@ void set_dims(onnx::ValueInfoProto& vi, const Shape& shape) {
 }
 
 // Applies --input-shape overrides and checks that every runtime input ends up static.
-void fix_input_shapes(onnx::GraphProto& g, const std::unordered_set<std::string_view>& initializers, const InputShapes& shapes,
+void fix_input_shapes(onnx::GraphProto& g, const std::pmr::unordered_set<std::string_view>& initializers, const InputShapes& shapes,
                       const std::string& origin) {
   std::vector<std::string> runtime;
   for (const auto& vi : g.input())
@@ -171,8 +171,16 @@ Json attribute_json(const onnx::AttributeProto& a) {
 
 class Converter {
  public:
-  Converter(const onnx::ModelProto& model, std::string origin, const ShapeMap& shapes)
-      : g_(model.graph()), origin_(std::move(origin)), shapes_(shapes) {}
+  Converter(const onnx::ModelProto& model, std::string origin, const ShapeMap& shapes, std::pmr::memory_resource* scratch)
+      : g_(model.graph()),
+        origin_(std::move(origin)),
+        shapes_(shapes),
+        const_tensors_(scratch),
+        scalar_values_(scratch),
+        constants_(scratch),
+        consumed_(scratch),
+        producer_(scratch),
+        names_(scratch) {}
 
   ModelIr run(const std::vector<int>& order) {
     ModelIr ir;
@@ -182,7 +190,6 @@ class Converter {
     collect_consumed();
     add_placeholders(ir);
     for (int i : order) add_node(ir, g_.node(i));
-    link_outbounds(ir);
     return ir;
   }
 
@@ -215,7 +222,7 @@ class Converter {
   std::string unique_name(std::string base) {
     if (base.empty()) base = "node";
     std::string name = base;
-    for (int k = 1; !names_.insert(name).second; ++k) name = base + "_" + std::to_string(k);
+    for (int k = 1; !names_.emplace(name).second; ++k) name = base + "_" + std::to_string(k);
     return name;
   }
 
@@ -328,8 +335,12 @@ class Converter {
       if (it == producer_.end())
         throw Error(fmt::format("node '{}' ({}) of {} reads '{}', which no node, input or initializer produces",
                                 n.name, n.type, origin_, in));
-      n.inbounds.push_back(ir.nodes[it->second].name);
+      IrNode& producer = ir.nodes[it->second];
+      n.inbounds.push_back(producer.name);
       n.input_shapes.push_back(shape_of(in, n.name, n.type));
+      // Nodes come in topological order, so consumers are appended in that order.
+      if (std::find(producer.outbounds.begin(), producer.outbounds.end(), n.name) == producer.outbounds.end())
+        producer.outbounds.push_back(n.name);
     }
     for (int i = 0; i < node.output_size(); ++i) {
       const std::string& out = node.output(i);
@@ -348,35 +359,27 @@ class Converter {
     ir.nodes.push_back(std::move(n));
   }
 
-  static void link_outbounds(ModelIr& ir) {
-    std::unordered_map<std::string_view, size_t> index;
-    for (size_t i = 0; i < ir.nodes.size(); ++i) index[ir.nodes[i].name] = i;
-    for (const auto& n : ir.nodes)
-      for (const auto& in : n.inbounds) {
-        auto& outs = ir.nodes[index.at(in)].outbounds;
-        if (std::find(outs.begin(), outs.end(), n.name) == outs.end()) outs.push_back(n.name);
-      }
-  }
-
   const onnx::GraphProto& g_;
   std::string origin_;
   // Keys view strings of the model, which outlives the converter.
   const ShapeMap& shapes_;
-  std::unordered_map<std::string_view, const onnx::TensorProto*> const_tensors_;
-  std::unordered_map<std::string_view, std::vector<double>> scalar_values_;
-  std::unordered_set<std::string_view> constants_, consumed_;
-  std::unordered_map<std::string_view, size_t> producer_;
-  std::unordered_set<std::string> names_;
+  std::pmr::unordered_map<std::string_view, const onnx::TensorProto*> const_tensors_;
+  std::pmr::unordered_map<std::string_view, std::vector<double>> scalar_values_;
+  std::pmr::unordered_set<std::string_view> constants_, consumed_;
+  std::pmr::unordered_map<std::string_view, size_t> producer_;
+  std::pmr::unordered_set<std::pmr::string> names_;
 };
 
 ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes) {
-  std::unordered_set<std::string_view> initializers;
+  std::pmr::monotonic_buffer_resource scratch;
+  std::pmr::unordered_set<std::string_view> initializers(&scratch);
+  initializers.reserve(static_cast<size_t>(model.graph().initializer_size()));
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
-  const std::vector<int> order = prediction::topological_nodes(model.graph(), origin);
-  std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order);
+  const std::vector<int> order = prediction::topological_nodes(model.graph(), origin, &scratch);
+  std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order, &scratch);
   if (!inferred) inferred = prediction::infer_shapes_with_onnx(model, origin);
-  return Converter(model, origin, *inferred).run(order);
+  return Converter(model, origin, *inferred, &scratch).run(order);
 }
 
 }  // namespace
@@ -409,29 +412,33 @@ std::optional<Shape> static_shape(const onnx::TypeProto& type) {
   return s;
 }
 
-std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin) {
+std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin, std::pmr::memory_resource* scratch) {
   const int n = g.node_size();
-  std::unordered_map<std::string_view, int> producer;
+  std::pmr::unordered_map<std::string_view, int> producer(scratch);
+  producer.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i)
     for (const auto& o : g.node(i).output())
       if (!o.empty()) producer[o] = i;
-  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
-  std::vector<int> pending(static_cast<size_t>(n), 0);
+  // Producer of each edge, in edge order.
+  auto each_edge = [&](auto&& f) {
+    for (int i = 0; i < n; ++i)
+      for (const auto& in : g.node(i).input())
+        if (auto it = in.empty() ? producer.end() : producer.find(in); it != producer.end()) f(it->second, i);
+  };
   bool sorted = true;
-  for (int i = 0; i < n; ++i)
-    for (const auto& in : g.node(i).input()) {
-      auto it = producer.find(in);
-      if (in.empty() || it == producer.end()) continue;
-      consumers[static_cast<size_t>(it->second)].push_back(i);
-      ++pending[static_cast<size_t>(i)];
-      if (it->second >= i) sorted = false;
-    }
+  each_edge([&](int from, int to) { sorted = sorted && from < to; });
   std::vector<int> order;
   order.reserve(static_cast<size_t>(n));
   if (sorted) {
     for (int i = 0; i < n; ++i) order.push_back(i);
     return order;
   }
+  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
+  std::vector<int> pending(static_cast<size_t>(n), 0);
+  each_edge([&](int from, int to) {
+    consumers[static_cast<size_t>(from)].push_back(to);
+    ++pending[static_cast<size_t>(to)];
+  });
   std::vector<int> ready;
   for (int i = n - 1; i >= 0; --i)
     if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include <cstring>
 
 #include "prediction/internal.h"
@@ -96,45 +98,64 @@ bool is_data_field(uint32_t number) {
   }
 }
 
-void parse_into(google::protobuf::MessageLite& msg, const std::string& bytes) {
-  if (!msg.ParseFromString(bytes)) throw Malformed{};
-}
+// Parsing a message's bytes is merging its fields one run at a time (protobuf's wire-format contract), so
+// the fields kept around skipped ones are parsed where they lie in the mapped file, never copied.
+class KeptFields {
+ public:
+  explicit KeptFields(google::protobuf::MessageLite& msg) : msg_(msg) {}
+  KeptFields(const KeptFields&) = delete;
+  KeptFields& operator=(const KeptFields&) = delete;
+
+  void keep(const Reader::Field& f) {
+    if (f.begin != end_) {
+      flush();
+      begin_ = f.begin;
+    }
+    end_ = f.end;
+  }
+  // Parses what is pending; call it once the message's fields are all seen.
+  void flush() {
+    if (begin_ == end_) return;
+    google::protobuf::io::CodedInputStream in(begin_, static_cast<int>(end_ - begin_));
+    begin_ = end_ = nullptr;
+    if (!msg_.MergeFromCodedStream(&in) || !in.ConsumedEntireMessage()) throw Malformed{};
+  }
+
+ private:
+  google::protobuf::MessageLite& msg_;
+  const uint8_t* begin_ = nullptr;
+  const uint8_t* end_ = nullptr;
+};
 
 void skim_tensor(const uint8_t* begin, size_t size, onnx::TensorProto& t) {
   Reader r(begin, begin + size);
-  std::string kept;
+  KeptFields kept(t);
   bool elided = false;
   while (!r.done()) {
     const auto f = r.next();
-    if (f.wire_type == 2 && is_data_field(f.number) && f.payload_size > kElideBytes) {
-      elided = true;
-      continue;
-    }
-    kept.append(reinterpret_cast<const char*>(f.begin), static_cast<size_t>(f.end - f.begin));
+    if (f.wire_type == 2 && is_data_field(f.number) && f.payload_size > kElideBytes) elided = true;
+    else kept.keep(f);
   }
-  parse_into(t, kept);
+  kept.flush();
   if (elided) t.set_data_location(onnx::TensorProto::EXTERNAL);
 }
 
 void skim_graph(const uint8_t* begin, size_t size, onnx::GraphProto& graph) {
   Reader r(begin, begin + size);
-  std::string rest;
+  KeptFields rest(graph);
   std::vector<Reader::Field> initializers;
   while (!r.done()) {
     const auto f = r.next();
-    if (f.number == kGraphInitializer && f.wire_type == 2) {
-      initializers.push_back(f);
-    } else {
-      rest.append(reinterpret_cast<const char*>(f.begin), static_cast<size_t>(f.end - f.begin));
-    }
+    if (f.number == kGraphInitializer && f.wire_type == 2) initializers.push_back(f);
+    else rest.keep(f);
   }
-  parse_into(graph, rest);
+  rest.flush();
   for (const auto& f : initializers) skim_tensor(f.payload, f.payload_size, *graph.add_initializer());
 }
 
 void skim_model(const uint8_t* begin, size_t size, onnx::ModelProto& model) {
   Reader r(begin, begin + size);
-  std::string rest;
+  KeptFields rest(model);
   const uint8_t* graph = nullptr;
   size_t graph_size = 0;
   while (!r.done()) {
@@ -143,11 +164,11 @@ void skim_model(const uint8_t* begin, size_t size, onnx::ModelProto& model) {
       graph = f.payload;
       graph_size = f.payload_size;
     } else {
-      rest.append(reinterpret_cast<const char*>(f.begin), static_cast<size_t>(f.end - f.begin));
+      rest.keep(f);
     }
   }
   if (graph == nullptr) throw Malformed{};
-  parse_into(model, rest);
+  rest.flush();
   skim_graph(graph, graph_size, *model.mutable_graph());
 }
 

@@ -19,7 +19,7 @@ struct LatencyPredictor::State {
   std::string name;
   LoadedPredictor predictor;
   FusionRules rules;
-  std::map<std::string, std::unique_ptr<FeatureParser>> parsers;  // per kernel of the folder
+  std::map<std::string, std::unique_ptr<FeatureParser>, std::less<>> parsers;  // per kernel of the folder
 };
 
 namespace {
@@ -67,8 +67,8 @@ std::unique_ptr<FeatureParser> parser_for(const std::string& kernel, const Regis
 }
 
 // Predictor kernels that stand in for `kernel` when the folder lacks it, best first: nn-Meter's conv and
-// dwconv families (reference §9.5), and element-wise kernels with the same features.
-std::vector<std::string> candidates(const std::string& kernel) {
+// dwconv families (reference §9.5), and element-wise kernels with the same features. The first views `kernel`.
+std::vector<std::string_view> candidates(const std::string& kernel) {
   if (kernel.rfind("dwconv-", 0) == 0)
     return {kernel, "dwconv-bn-relu", "dwconv-bn-relu6", "dwconv-relu", "dwconv-bn", "dwconv-relu6", "dwconv-block",
             "dwconv-bn-hswish"};
@@ -85,15 +85,10 @@ std::vector<std::string> candidates(const std::string& kernel) {
 }
 
 // Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
-std::vector<std::string> elementwise_candidates(bool binary) {
+std::vector<std::string_view> elementwise_candidates(bool binary) {
   if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
   return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
 }
-
-struct Plan {
-  size_t kernel;  // index in ModelPrediction::kernels
-  std::vector<double> row;
-};
 
 }  // namespace
 
@@ -153,13 +148,13 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       for (const auto& n : ir.nodes) by_name.emplace(n.name, &n);
     for (const auto& node : nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
   };
-  auto pick = [&](const std::vector<std::string>& options) -> std::string {
+  auto pick = [&](const std::vector<std::string_view>& options) -> std::string {
     for (const auto& o : options)
-      if (s.parsers.count(o)) return o;
+      if (s.parsers.count(o)) return std::string(o);
     return "";
   };
 
-  std::map<std::string, std::vector<Plan>> batches;  // predictor kernel → rows
+  std::map<std::string, std::vector<size_t>> batches;  // predictor kernel → its kernels (indices in out.kernels)
   for (auto& k : detect_kernels(ir, s.rules)) {
     KernelPrediction p{std::move(k.name), std::move(k.op), "", std::move(k.kernel), std::move(k.config), {}, 0.0,
                        k.groups, "", std::move(k.nodes)};
@@ -188,17 +183,17 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", k.groups,
                             p.predictor_kernel, p.config["CIN"].get<int64_t>(), p.config["COUT"].get<int64_t>());
     p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(p.config);
-    batches[p.predictor_kernel].push_back({out.kernels.size(), p.features});
+    batches[p.predictor_kernel].push_back(out.kernels.size());
     out.kernels.push_back(std::move(p));
   }
 
   FeatureMatrix rows;
-  for (const auto& [kernel, plans] : batches) {
+  for (const auto& [kernel, members] : batches) {
     rows.clear();
-    for (const auto& plan : plans) rows.push_back(plan.row);
+    for (size_t i : members) rows.push_back(out.kernels[i].features);
     const std::vector<double> ms = s.predictor.predict(kernel, rows);
-    for (size_t i = 0; i < plans.size(); ++i) {
-      KernelPrediction& kp = out.kernels[plans[i].kernel];
+    for (size_t i = 0; i < members.size(); ++i) {
+      KernelPrediction& kp = out.kernels[members[i]];
       kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
     }
   }

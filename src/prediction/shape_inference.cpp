@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <span>
 #include <unordered_set>
 
 #include "prediction/internal.h"
@@ -31,10 +32,11 @@ int64_t int_attr(const onnx::NodeProto& n, std::string_view name, int64_t fallba
   return a ? a->i() : fallback;
 }
 
-std::optional<std::vector<int64_t>> ints_attr(const onnx::NodeProto& n, std::string_view name) {
+// A view of the node's own values: every conv and pool reads four of these.
+std::optional<std::span<const int64_t>> ints_attr(const onnx::NodeProto& n, std::string_view name) {
   const auto* a = find_attr(n, name);
   if (!a) return std::nullopt;
-  return std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  return std::span<const int64_t>(a->ints().data(), static_cast<size_t>(a->ints_size()));
 }
 
 // A negative axis counts from the end.
@@ -69,7 +71,7 @@ bool is_binary(const std::string& op) { return op == "Add" || op == "Sub" || op 
 
 class Inference {
  public:
-  explicit Inference(const onnx::GraphProto& g) {
+  Inference(const onnx::GraphProto& g, std::pmr::memory_resource* scratch) : shapes_(scratch), values_(scratch) {
     shapes_.reserve(static_cast<size_t>(g.input_size() + g.initializer_size() + 2 * g.node_size()));
     for (const auto& vi : g.input())
       if (auto s = static_shape(vi.type())) shapes_[vi.name()] = std::move(*s);
@@ -141,25 +143,26 @@ class Inference {
   }
 
   // Conv and pooling share ONNX's convPoolShapeInference; `kernel` is the window, `channels` the output's.
-  void window(const onnx::NodeProto& n, const Shape& in, const Shape& kernel, int64_t channels, bool ceil_mode) {
+  void window(const onnx::NodeProto& n, const Shape& in, std::span<const int64_t> kernel, int64_t channels, bool ceil_mode) {
     require(in.size() >= 3 && kernel.size() == in.size() - 2);
     const auto* auto_pad = find_attr(n, "auto_pad");
     require(!auto_pad || auto_pad->s() == "NOTSET");
     const size_t k = kernel.size();
-    const auto strides = ints_attr(n, "strides").value_or(std::vector<int64_t>(k, 1));
-    const auto dilations = ints_attr(n, "dilations").value_or(std::vector<int64_t>(k, 1));
-    const auto pads = ints_attr(n, "pads").value_or(std::vector<int64_t>(2 * k, 0));
-    require(strides.size() == k && dilations.size() == k && pads.size() == 2 * k);
+    const auto strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"), pads = ints_attr(n, "pads");
+    require((!strides || strides->size() == k) && (!dilations || dilations->size() == k) && (!pads || pads->size() == 2 * k));
+    // Absent attributes: stride and dilation 1, no padding.
+    auto value = [](const auto& list, size_t i, int64_t absent) { return list ? (*list)[i] : absent; };
     Shape out = {in[0], channels};
     for (size_t i = 0; i < k; ++i) {
-      require(strides[i] > 0 && dilations[i] > 0 && kernel[i] > 0);
-      const int64_t size = in[i + 2] + pads[i] + pads[i + k];
-      const int64_t effective_kernel = (kernel[i] - 1) * dilations[i] + 1;
+      const int64_t stride = value(strides, i, 1), dilation = value(dilations, i, 1);
+      require(stride > 0 && dilation > 0 && kernel[i] > 0);
+      const int64_t size = in[i + 2] + value(pads, i, 0) + value(pads, i + k, 0);
+      const int64_t effective_kernel = (kernel[i] - 1) * dilation + 1;
       require(size >= effective_kernel);
       // ONNX 1.12 divides in float for ceil mode.
       const int64_t positions =
-          ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<float>(size - effective_kernel) / static_cast<float>(strides[i])))
-                    : (size - effective_kernel) / strides[i];
+          ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<float>(size - effective_kernel) / static_cast<float>(stride)))
+                    : (size - effective_kernel) / stride;
       out.push_back(1 + positions);
     }
     set(n, std::move(out));
@@ -171,8 +174,9 @@ class Inference {
     const Shape& w = shape(n.input(1));
     const int64_t group = int_attr(n, "group", 1);
     require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] == w[1] * group && w[0] % group == 0);
-    const Shape kernel = ints_attr(n, "kernel_shape").value_or(Shape(w.begin() + 2, w.end()));
-    require(kernel == Shape(w.begin() + 2, w.end()));
+    const std::span<const int64_t> weight_window(w.begin() + 2, w.end());
+    const auto kernel = ints_attr(n, "kernel_shape").value_or(weight_window);
+    require(std::ranges::equal(kernel, weight_window));
     window(n, in, kernel, w[0], false);
   }
 
@@ -235,7 +239,7 @@ class Inference {
     const size_t axis = axis_index(int_attr(n, "axis", 0), in.size());
     require(!find_attr(n, "num_outputs"));
     std::vector<int64_t> sizes;
-    if (auto attr = ints_attr(n, "split")) sizes = *attr;
+    if (auto attr = ints_attr(n, "split")) sizes.assign(attr->begin(), attr->end());
     else if (n.input_size() > 1 && !n.input(1).empty()) sizes = values(n.input(1));
     else {
       const int64_t parts = n.output_size();
@@ -287,7 +291,7 @@ class Inference {
     const Shape& in = shape(n.input(0));
     std::vector<int64_t> perm(in.size());
     std::iota(perm.rbegin(), perm.rend(), 0);
-    if (auto attr = ints_attr(n, "perm")) perm = *attr;
+    if (auto attr = ints_attr(n, "perm")) perm.assign(attr->begin(), attr->end());
     require(perm.size() == in.size());
     Shape out;
     for (int64_t p : perm) out.push_back(in[axis_index(p, in.size())]);
@@ -298,7 +302,7 @@ class Inference {
     const Shape& in = shape(n.input(0));
     require(int_attr(n, "noop_with_empty_axes", 0) == 0);
     std::vector<int64_t> axes;
-    if (auto attr = ints_attr(n, "axes")) axes = *attr;
+    if (auto attr = ints_attr(n, "axes")) axes.assign(attr->begin(), attr->end());
     else if (n.input_size() > 1 && !n.input(1).empty()) axes = values(n.input(1));
     std::vector<bool> reduced(in.size(), axes.empty());
     for (int64_t a : axes) reduced[axis_index(a, in.size())] = true;
@@ -338,7 +342,7 @@ class Inference {
   void unsqueeze(const onnx::NodeProto& n) {
     const Shape& in = shape(n.input(0));
     std::vector<int64_t> axes;
-    if (auto attr = ints_attr(n, "axes")) axes = *attr;
+    if (auto attr = ints_attr(n, "axes")) axes.assign(attr->begin(), attr->end());
     else axes = values(n.input(1));
     const size_t rank = in.size() + axes.size();
     std::vector<bool> inserted(rank, false);
@@ -373,14 +377,15 @@ class Inference {
   }
 
   ShapeMap shapes_;
-  std::unordered_map<std::string_view, std::vector<int64_t>> values_;  // small integer tensors (shape arithmetic)
+  std::pmr::unordered_map<std::string_view, std::vector<int64_t>> values_;  // small integer tensors (shape arithmetic)
 };
 
 }  // namespace
 
-std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order) {
+std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order,
+                                              std::pmr::memory_resource* scratch) {
   try {
-    return Inference(g).run(g, order);
+    return Inference(g, scratch).run(g, order);
   } catch (const Unsupported&) {
     return std::nullopt;
   }

@@ -84,7 +84,8 @@ std::string canonical_type(const IrNode& n) {
 }
 
 std::vector<DetNode> build_detection_graph(const ModelIr& ir) {
-  std::unordered_map<std::string_view, int> index;  // views of ir's names
+  std::pmr::monotonic_buffer_resource scratch;
+  std::pmr::unordered_map<std::string_view, int> index(&scratch);  // views of ir's names
   index.reserve(ir.nodes.size());
   for (size_t i = 0; i < ir.nodes.size(); ++i) index.emplace(ir.nodes[i].name, static_cast<int>(i));
   std::vector<DetNode> g(ir.nodes.size());
@@ -92,6 +93,7 @@ std::vector<DetNode> build_detection_graph(const ModelIr& ir) {
     const IrNode& n = ir.nodes[i];
     g[i].type = canonical_type(n);
     g[i].ir = &n;
+    g[i].in.reserve(n.inbounds.size());
     for (const auto& in : n.inbounds) {
       auto it = index.find(in);
       if (it == index.end()) throw Error(ir.origin + ": node '" + n.name + "' reads unknown node '" + in + "'");

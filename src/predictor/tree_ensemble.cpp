@@ -50,33 +50,26 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_c
   return e;
 }
 
-float TreeEnsemble::predict(const float* row) const {
-  const bool missing = std::any_of(row, row + feature_count_, [](float x) { return std::isnan(x); });
-  return missing ? predict_with_missing(row) : predict_complete(row);
-}
-
-float TreeEnsemble::predict_complete(const float* row) const {
-  float sum = base_score_;
-  for (int32_t id : roots_) {
-    const Node* node = &nodes_[static_cast<size_t>(id)];
-    while (node->left >= 0) node = &nodes_[static_cast<size_t>(node->left + !(row[node->feature] < node->value))];
-    sum += node->value;
-  }
-  return sum;
-}
-
-float TreeEnsemble::predict_with_missing(const float* row) const {
-  float sum = base_score_;
-  for (int32_t id : roots_) {
-    const Node* node = &nodes_[static_cast<size_t>(id)];
-    while (node->left >= 0) {
-      const float x = row[node->feature];
-      const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
-      node = &nodes_[static_cast<size_t>(node->left + right)];
+void TreeEnsemble::predict(const float* rows, size_t count, float* margins) const {
+  std::fill(margins, margins + count, base_score_);
+  std::vector<const Node*> at(count);
+  for (int32_t root : roots_) {
+    // All rows descend one level at a time: their node loads do not depend on each other, so they overlap
+    // instead of forming one chain of cache misses per row.
+    std::fill(at.begin(), at.end(), &nodes_[static_cast<size_t>(root)]);
+    for (bool descending = true; descending;) {
+      descending = false;
+      for (size_t r = 0; r < count; ++r) {
+        const Node* node = at[r];
+        if (node->left < 0) continue;
+        const float x = rows[r * feature_count_ + node->feature];
+        const bool right = std::isnan(x) ? !node->default_left : !(x < node->value);
+        at[r] = &nodes_[static_cast<size_t>(node->left + right)];
+        descending = true;
+      }
     }
-    sum += node->value;
+    for (size_t r = 0; r < count; ++r) margins[r] += at[r]->value;
   }
-  return sum;
 }
 
 }  // namespace nnmeter

@@ -18,8 +18,10 @@ class TreeEnsemble {
   // on a feature at or beyond `feature_count` → Error.
   static TreeEnsemble from_xgboost_json(const Json& model, size_t feature_count, const std::string& origin);
 
-  // The raw margin for one row of feature values (NaN = missing, takes the default branch).
-  float predict(const float* row) const;
+  // The raw margins of `count` rows of feature values stored one after another (NaN = missing, takes the
+  // default branch). Tree by tree over all rows, so each tree is read from memory once per batch; every
+  // row still adds its leaves in tree order, as XGBoost does.
+  void predict(const float* rows, size_t count, float* margins) const;
 
  private:
   // XGBoost allocates a node's children together (right = left + 1) and relies on it when predicting;
@@ -30,8 +32,6 @@ class TreeEnsemble {
     float value = 0;  // split threshold (go left when x < value) or leaf value
     bool default_left = false;
   };
-  float predict_complete(const float* row) const;
-  float predict_with_missing(const float* row) const;
 
   float base_score_ = 0;
   size_t feature_count_ = 0;

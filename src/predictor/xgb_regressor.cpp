@@ -155,11 +155,17 @@ std::vector<float> unique_row_margins(const TreeEnsemble& trees, const std::vect
   std::vector<size_t> order(rows);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return std::memcmp(row(a), row(b), bytes) < 0; });
-  std::vector<float> margins(rows);
+  std::vector<float> distinct;             // the distinct rows, one after another
+  std::vector<size_t> slot(rows);          // row → its index among the distinct rows
   for (size_t k = 0; k < rows; ++k) {
-    const size_t i = order[k], prev = k > 0 ? order[k - 1] : i;
-    margins[i] = k > 0 && std::memcmp(row(i), row(prev), bytes) == 0 ? margins[prev] : trees.predict(row(i));
+    const size_t i = order[k];
+    if (k == 0 || std::memcmp(row(i), row(order[k - 1]), bytes) != 0) distinct.insert(distinct.end(), row(i), row(i) + cols);
+    slot[i] = distinct.size() / cols - 1;
   }
+  std::vector<float> distinct_margins(distinct.size() / cols);
+  trees.predict(distinct.data(), distinct_margins.size(), distinct_margins.data());
+  std::vector<float> margins(rows);
+  for (size_t i = 0; i < rows; ++i) margins[i] = distinct_margins[slot[i]];
   return margins;
 }
 

@@ -50,6 +50,21 @@ TEST(FeatureParsers, FcPoolingConcatAndElementwise) {
     EXPECT_EQ(parser_for(k)->needed_config(), (std::vector<std::string>{"HW", "CIN"})) << k;
 }
 
+// Configs with every needed key are read without filling in implied keys; both ways give the same features.
+TEST(FeatureParsers, ImpliedKeysGiveTheFeaturesOfExplicitOnes) {
+  const Json dw = {{"HW", 7}, {"CIN", 10}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}};
+  Json dw_explicit = dw;
+  dw_explicit["COUT"] = 10;
+  auto dwconv = parser_for("dwconv-bn-relu");
+  EXPECT_EQ(dwconv->get_feature_by_config(dw), dwconv->get_feature_by_config(dw_explicit));
+  auto pool = parser_for("avgpool");
+  EXPECT_EQ(pool->get_feature_by_config({{"HW", 56}, {"CIN", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}),
+            pool->get_feature_by_config({{"HW", 56}, {"CIN", 64}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"POOL_STRIDES", 2}}));
+  auto concat = parser_for("concat");
+  EXPECT_EQ(concat->get_feature_by_config({{"HW", 7}, {"CIN1", 3}, {"CIN2", 4}}),
+            concat->get_feature_by_config({{"HW", 7}, {"CIN1", 3}, {"CIN2", 4}, {"CIN3", 0}, {"CIN4", 0}}));
+}
+
 TEST(FeatureParsers, RejectMissingKeysAndWrongLengths) {
   auto p = parser_for("conv-bn-relu");
   EXPECT_THROW(p->get_feature_by_config({{"HW", 56}, {"CIN", 24}}), Error);
