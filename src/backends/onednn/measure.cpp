@@ -126,10 +126,6 @@ class Pinning {
 
 double median(std::vector<double> v) { return percentile(std::move(v), 50); }
 
-}  // namespace
-
-namespace {
-
 constexpr size_t kLine = 64;
 
 bool has_clflushopt() {
