@@ -17,6 +17,7 @@
 
 #include "nnmeter/kernel.h"
 #include "nnmeter/predictor.h"
+#include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
 #include "nnmeter/workspace.h"
@@ -56,6 +57,7 @@ struct KernelBuildSummary {
   size_t failed = 0;      // samples whose profiling failed
   LatencyMetrics metrics; // of the last iteration's held-out split
   std::vector<double> acc10_per_iteration;
+  RepeatAgreement repeatability;  // the measurement's own: the ceiling no predictor can beat
 };
 
 class Builder {
@@ -101,6 +103,17 @@ class Builder {
                                                           const fs::path& folder = {});
 
  private:
+  // Sampled configs of one step ({ID: entry}); a rerun continues the configs the step sampled before.
+  Json sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
+                      const std::vector<KernelConfig>& configs, const std::string& mark);
+  ProfileBatch profile_batch(const std::string& kernel_type, const Json& entries) const;
+  ProfilerOptions profiler_options(const std::string& label) const;
+  std::vector<ProfileJob> drift_probe_jobs() const;  // writes the probe models once
+  // Several kernels' entries profiled in one shuffled order; kernel data per kernel.
+  std::map<std::string, KernelData> profile_kernels(const std::map<std::string, Json>& entries_by_kernel,
+                                                    const std::string& label);
+  KernelData record_profiled(const std::string& kernel_type, const Json& entries,
+                             const std::map<std::string, ProfileOutcome>& outcomes);
   KernelSuite& suite(const std::string& kernel_type);
   uint64_t seed_for(const std::string& kernel_type, const std::string& mark) const;
   fs::path results_dir() const { return workspace_.predictor_build_dir() / "results"; }

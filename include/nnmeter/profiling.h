@@ -9,10 +9,12 @@
 
 #include "nnmeter/common.h"
 #include "nnmeter/latency.h"
+#include "nnmeter/protocol.h"
 
 namespace nnmeter {
 
 class Registry;
+
 
 // One model to profile, as nn-Meter's results files describe it.
 struct ProfileJob {
@@ -23,10 +25,14 @@ struct ProfileJob {
 
 struct ProfileOutcome {
   std::string id;
-  bool ok = false;
-  LatencyStats stats;  // when ok
+  bool ok = false;             // at least one repeat measured
+  Latency latency;             // when ok: the protocol's statistic of the repeats +- their standard deviation
+  std::vector<double> repeats_ms;     // each measured repeat's central value, in measuring order
+  std::vector<LatencyStats> repeats;  // each measured repeat as the backend reported it
+  std::vector<double> repeat_times;   // when each measured repeat ended (seconds since the epoch; 0: unknown)
+  int failed_repeats = 0;
   std::vector<fs::path> converted_files;
-  std::string error;  // when !ok: why (plugin error, crash with signal, timeout)
+  std::string error;  // the first failed repeat's reason (plugin error, crash with signal, timeout)
 };
 
 struct ProfilerOptions {
@@ -38,17 +44,49 @@ struct ProfilerOptions {
   fs::path worker_executable;          // the nn-meter binary; empty: find_worker_executable()
   std::string label;                   // shown in progress lines, e.g. the kernel name
   bool progress = true;                // progress line on a terminal (never when stderr is not a tty)
+  uint64_t seed = 1;                   // of the shuffled measuring order
+  // Fixed models measured at the start, after every DRIFT_PROBE_EVERY measurements and at the end of a
+  // run, one record each in `journal` (its "repeat" counts the probe's measurements), to see slow drift.
+  struct Probes {
+    std::vector<ProfileJob> models;
+    fs::path journal;
+  };
+  std::optional<Probes> probes;
+};
+
+// One set of models with its own journal and error log (e.g. one kernel's samples). Several batches
+// profiled together share one shuffled order, so slow drift of the device spreads over all of them.
+struct ProfileBatch {
+  std::vector<ProfileJob> jobs;
+  fs::path journal;
+  fs::path error_log;
 };
 
 // The nn-meter binary that hosts workers: $NN_METER_WORKER, else this process if it is nn-meter, else
 // nn-meter next to this process's executable. Throws Error if none exists.
 fs::path find_worker_executable();
 
-// Profiles every job not yet in `journal`, appending one durable record per job, and returns the outcome
-// of every job (from the journal for those done earlier). Failures also go to `error_log` with their
-// reason, one line each.
+// Profiles every repeat of every job not yet in `journal` (REPEATS of options.backend_config, each
+// repeat in a worker process that measures no other repeat of that job), appending one durable record per
+// repeat, and returns the outcome of every job (from the journal for repeats done earlier). Failures also
+// go to `error_log` with their reason, one line each.
 std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJob>& jobs, const ProfilerOptions& options,
                                                      const fs::path& journal, const fs::path& error_log);
+// The same for several batches in one shuffled order; one outcome map per batch.
+std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::vector<ProfileBatch>& batches,
+                                                                   const ProfilerOptions& options);
+
+// Slow drift of the device over a run, from a probe journal: per probe, each measurement relative to the
+// probe's first one.
+struct DriftSeries {
+  std::string probe;
+  std::vector<double> minutes;  // since the probe's first measurement
+  std::vector<double> ratio;    // latency / first latency
+  double span_minutes() const { return minutes.empty() ? 0 : minutes.back(); }
+};
+std::vector<DriftSeries> read_drift(const fs::path& probe_journal);
+// "conv 3x3: +2.1% after 42 min (range -1.0%..+3.4%)", one line per probe; "" when there is nothing.
+std::string describe_drift(const std::vector<DriftSeries>& drift);
 
 // The worker side, run by `nn-meter profile-worker`: reads requests on stdin, answers on `result_fd`.
 int run_profile_worker(int result_fd);

@@ -56,8 +56,8 @@ struct RuleTestResult {
   Json rules;         // the content of detected_fusion_rule.json
   fs::path rules_file;
   int obeyed = 0, not_obeyed = 0, undecided = 0;
-  int models = 0;        // test models profiled, counting each re-measurement
-  int profiled_now = 0;  // of them, profiled by this run (the rest came from the journal)
+  int models = 0;        // measurements of test models (every repeat, every re-measuring pass)
+  int profiled_now = 0;  // of them, measured by this run (the rest came from the journal)
   int remeasured = 0;    // test cases measured again because the noise left them undecided (per pass)
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nnmeter/backend.h"
+#include "nnmeter/protocol.h"
 
 namespace nnmeter {
 
@@ -59,10 +60,20 @@ BackendParam::Type backend_param_type_from_string(const std::string& name) {
 }
 
 Json resolve_backend_config(const std::vector<BackendParam>& params, const Json& config, const std::string& where) {
-  const Json user = config.is_null() ? Json::object() : config;
-  if (!user.is_object()) throw Error(where + " must be a mapping of keys to values");
+  const Json given = config.is_null() ? Json::object() : config;
+  if (!given.is_object()) throw Error(where + " must be a mapping of keys to values");
+  // The measurement protocol's keys are every backend's: validated and defaulted here, kept in the result.
+  MeasurementProtocol::from_config(given, where);
+  Json protocol = Json::object();
+  for (const auto& p : protocol_params())
+    protocol[p.name] = given.contains(p.name) && !given[p.name].is_null() ? given[p.name] : p.default_value;
+  const Json user = backend_only(given);
   // A plugin that declares nothing gets its config as written.
-  if (params.empty()) return user;
+  if (params.empty()) {
+    Json out = user;
+    out.update(protocol);
+    return out;
+  }
   Json out = Json::object();
   for (const auto& p : params) out[p.name] = p.default_value;
   for (const auto& [key, value] : user.items()) {
@@ -70,6 +81,7 @@ Json resolve_backend_config(const std::vector<BackendParam>& params, const Json&
     if (it == params.end()) {
       std::string known;
       for (const auto& p : params) known += (known.empty() ? "" : ", ") + p.name;
+      for (const auto& p : protocol_params()) known += ", " + p.name;
       throw Error(fmt::format("{}: unknown key '{}' (known keys: {})", where, key, known));
     }
     if (value.is_null()) continue;  // "KEY:" with no value keeps the default
@@ -79,12 +91,15 @@ Json resolve_backend_config(const std::vector<BackendParam>& params, const Json&
       throw Error(fmt::format("{}: key '{}' must be {} but is {}", where, key, to_string(it->type), value.dump()));
     out[key] = v;
   }
+  out.update(protocol);
   return out;
 }
 
 std::string default_backend_config_yaml(const std::vector<BackendParam>& params) {
   std::string out;
-  for (const auto& p : params) {
+  std::vector<BackendParam> all = params;
+  all.insert(all.end(), protocol_params().begin(), protocol_params().end());
+  for (const auto& p : all) {
     out += fmt::format("# {} ({})\n", p.help, to_string(p.type));
     out += fmt::format("{}: {}\n", p.name, yaml_scalar(p.default_value));
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "common/hash.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel_data.h"
@@ -12,12 +13,6 @@
 namespace nnmeter {
 
 namespace {
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 std::string with_mark(const std::string& base, const std::string& mark) { return mark.empty() ? base : base + "_" + mark; }
 
@@ -39,6 +34,15 @@ Json kernel_settings(const Workspace& ws, const std::string& kernel) {
   if (!s["ERROR_THRESHOLD"].is_number() || s["ERROR_THRESHOLD"].get<double>() <= 0)
     throw Error(fmt::format("predictorbuild_config.yaml: KERNELS.{}.ERROR_THRESHOLD must be a positive number", kernel));
   return s;
+}
+
+// Split-half repeatability of the samples whose repeats were kept.
+RepeatAgreement kernel_data_repeatability(const KernelData& data, const MeasurementProtocol& protocol) {
+  std::vector<std::vector<double>> repeats;
+  for (const auto& [id, entry] : data.items())
+    if (entry.contains("repeats_ms") && entry["repeats_ms"].is_array())
+      repeats.push_back(entry["repeats_ms"].get<std::vector<double>>());
+  return split_half_agreement(repeats, protocol.statistic);
 }
 
 }  // namespace
@@ -88,16 +92,22 @@ uint64_t Builder::seed_for(const std::string& kernel_type, const std::string& ma
   return settings_.seed ^ fnv1a(kernel_type + "/" + mark);
 }
 
-KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Json& entries) {
-  std::vector<ProfileJob> jobs;
+ProfileBatch Builder::profile_batch(const std::string& kernel_type, const Json& entries) const {
+  ProfileBatch batch;
+  batch.journal = results_dir() / ("profile_journal_" + kernel_type + ".jsonl");
+  batch.error_log = results_dir() / "profile_error.log";
   for (const auto& [id, entry] : entries.items()) {
     if (!entry.is_object() || !entry.contains("model"))
       throw Error(fmt::format("kernel data entry {} of '{}' has no model path", id, kernel_type));
     ProfileJob job{id, entry["model"].get<std::string>(), {}};
     if (entry.contains("converted_model") && entry["converted_model"].is_array())
       for (const auto& f : entry["converted_model"]) job.converted_files.emplace_back(f.get<std::string>());
-    jobs.push_back(std::move(job));
+    batch.jobs.push_back(std::move(job));
   }
+  return batch;
+}
+
+ProfilerOptions Builder::profiler_options(const std::string& label) const {
   ProfilerOptions options;
   options.backend = settings_.backend;
   options.backend_config = workspace_.backend_config;
@@ -105,11 +115,50 @@ KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Js
   options.work_dir = workspace_.predictor_build_dir() / "converted";
   options.timeout_s = settings_.timeout_s;
   options.worker_executable = settings_.worker_executable;
-  options.label = kernel_type;
+  options.label = label;
   options.progress = settings_.progress;
-  const auto outcomes = profile_models(jobs, options, results_dir() / ("profile_journal_" + kernel_type + ".jsonl"),
-                                       results_dir() / "profile_error.log");
+  options.seed = settings_.seed ^ fnv1a(label);
+  if (MeasurementProtocol::from_config(workspace_.backend_config).probe_every > 0)
+    options.probes = ProfilerOptions::Probes{drift_probe_jobs(), results_dir() / "drift_probes.jsonl"};
+  return options;
+}
 
+std::vector<ProfileJob> Builder::drift_probe_jobs() const {
+  // Two fixed kernels every backend runs: a compute-bound conv and a memory-bound depthwise conv, so a
+  // drift that hits one kind of work and not the other shows as well.
+  static const std::vector<std::pair<std::string, KernelConfig>> probes = {
+      {"conv-bn-relu", {{"HW", 28}, {"CIN", 64}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}}},
+      {"dwconv-bn-relu", {{"HW", 56}, {"CIN", 96}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}}}};
+  std::vector<ProfileJob> jobs;
+  for (const auto& [kernel, config] : probes) {
+    const fs::path model = workspace_.predictor_build_dir() / "probes" / ("probe_" + kernel + ".onnx");
+    if (!fs::exists(model)) {
+      const KernelSuite suite = find_kernel(registry_, kernel).create(workspace_.predictorbuild_config);
+      io::write_file_atomic(model, suite.kernel->build_onnx(config, 1));
+    }
+    jobs.push_back(ProfileJob{"probe_" + kernel, model, {}});
+  }
+  return jobs;
+}
+
+KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Json& entries) {
+  const auto outcomes = profile_batches({profile_batch(kernel_type, entries)}, profiler_options(kernel_type)).front();
+  return record_profiled(kernel_type, entries, outcomes);
+}
+
+std::map<std::string, KernelData> Builder::profile_kernels(const std::map<std::string, Json>& entries_by_kernel,
+                                                           const std::string& label) {
+  std::vector<ProfileBatch> batches;
+  for (const auto& [kernel, entries] : entries_by_kernel) batches.push_back(profile_batch(kernel, entries));
+  const auto outcomes = profile_batches(batches, profiler_options(label));
+  std::map<std::string, KernelData> out;
+  size_t i = 0;
+  for (const auto& [kernel, entries] : entries_by_kernel) out[kernel] = record_profiled(kernel, entries, outcomes[i++]);
+  return out;
+}
+
+KernelData Builder::record_profiled(const std::string& kernel_type, const Json& entries,
+                                    const std::map<std::string, ProfileOutcome>& outcomes) {
   const fs::path profiled_file = results_dir() / ("profiled_" + kernel_type + ".json");
   Json doc = fs::exists(profiled_file) ? io::load_json_file(profiled_file) : Json::object();
   if (!doc.is_object()) throw Error(profiled_file.string() + " is not a kernel latency file: move it away");
@@ -122,10 +171,13 @@ KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Js
       continue;
     }
     Json entry = detail ? entries[id] : Json::object();
-    entry["latency"] = outcome.stats.latency().str();
+    entry["latency"] = outcome.latency.str();
+    // The raw repeats travel with the label (an extra field; nn-Meter's readers ignore it).
+    entry["repeats_ms"] = outcome.repeats_ms;
     doc[kernel_type][id] = entry;
     profiled[id] = entries[id];
     profiled[id]["latency"] = entry["latency"];
+    profiled[id]["repeats_ms"] = entry["repeats_ms"];
   }
   io::save_json_file(profiled_file, doc);
   failed_profiles_[kernel_type] += failed;
@@ -137,8 +189,8 @@ KernelData Builder::profile_kernel_data(const std::string& kernel_type, const Js
   return profiled;
 }
 
-KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
-                                                   const std::vector<KernelConfig>& configs, const std::string& mark) {
+Json Builder::sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
+                             const std::vector<KernelConfig>& configs, const std::string& mark) {
   // A rerun after an interruption continues the configs this step sampled before (the journal then skips
   // the ones already profiled) instead of sampling again: the same seed would only yield duplicates.
   const fs::path earlier = results_dir() / (kernel_type + "_" + mark + ".json");
@@ -147,12 +199,16 @@ KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_typ
     if (doc.is_object() && doc.contains(kernel_type) && doc[kernel_type].is_object() && !doc[kernel_type].empty()) {
       spdlog::info("{}: continuing the {} configs sampled earlier in {}", kernel_type, doc[kernel_type].size(),
                    earlier.string());
-      return profile_kernel_data(kernel_type, doc[kernel_type]);
+      return doc[kernel_type];
     }
   }
-  const SampleResult sampled = generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs,
-                                                      seed_for(kernel_type, mark));
-  return profile_kernel_data(kernel_type, sampled.new_entries);
+  return generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs, seed_for(kernel_type, mark))
+      .new_entries;
+}
+
+KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
+                                                   const std::vector<KernelConfig>& configs, const std::string& mark) {
+  return profile_kernel_data(kernel_type, sample_entries(kernel_type, sample_num, mode, configs, mark));
 }
 
 PredictorBuildResult Builder::build_predictor_by_data(const std::string& kernel_type, const KernelData& kernel_data,
@@ -260,12 +316,60 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
                                                workspace_.backend_config, "backend_config.yaml");
   const fs::path predictor_folder = folder.empty() ? workspace_.predictor_build_dir() / "predictor" : folder;
   PredictorWriter writer(predictor_folder, info);
+  // Every phase (prior sampling, each fine-grained round) samples all kernels first and profiles them in
+  // one shuffled order, so that slow drift of the device over the build spreads over every kernel instead
+  // of shifting the kernels profiled late; then each kernel is trained on its own.
+  struct KernelState {
+    Json settings;
+    KernelData data = Json::object();
+    PredictorBuildResult result;
+    std::vector<double> acc10s;
+  };
+  std::map<std::string, KernelState> state;
+  std::map<std::string, Json> entries;
+  for (const auto& kernel : todo) {
+    state[kernel].settings = kernel_settings(workspace_, kernel);
+    entries[kernel] = sample_entries(kernel, state[kernel].settings["INIT_SAMPLE_NUM"], SamplingMode::Prior, {}, "prior");
+  }
+  for (int iteration = 1; !entries.empty(); ++iteration) {
+    const std::string mark = iteration == 1 ? "prior" : "finegrained" + std::to_string(iteration - 1);
+    const auto profiled = profile_kernels(entries, iteration == 1 ? "prior samples" : "fine-grained round " + std::to_string(iteration - 1));
+    for (const auto& [kernel, fresh] : profiled) {
+      KernelState& k = state[kernel];
+      k.data = merge(k.data, fresh);
+      k.result = build_predictor_by_data(kernel, k.data, k.settings["ERROR_THRESHOLD"], mark);
+      k.acc10s.push_back(k.result.acc10);
+      spdlog::info("{}: iteration {}: acc10 {:.4f}, error_configs number: {}", kernel, iteration, k.result.acc10,
+                   k.result.error_configs.size());
+    }
+    entries.clear();
+    for (auto& [kernel, k] : state)
+      if (iteration < k.settings["ITERATION"].get<int>() && !k.result.error_configs.empty())
+        entries[kernel] = sample_entries(kernel, k.settings["FINEGRAINED_SAMPLE_NUM"], SamplingMode::Finegrained,
+                                         k.result.error_configs, "finegrained" + std::to_string(iteration));
+  }
+
+  if (const std::string drift = describe_drift(read_drift(results_dir() / "drift_probes.jsonl")); !drift.empty()) {
+    spdlog::info("Drift probes over the build (each measurement against the probe's first):");
+    for (size_t start = 0; start < drift.size();) {
+      const size_t end = drift.find('\n', start);
+      spdlog::info("  {}", drift.substr(start, end - start));
+      start = end == std::string::npos ? drift.size() : end + 1;
+    }
+  }
+
   std::vector<KernelBuildSummary> summaries;
   for (const auto& kernel : todo) {
-    const Json s = kernel_settings(workspace_, kernel);
+    const Json& s = state[kernel].settings;
+    const PredictorBuildResult& result = state[kernel].result;
+    const KernelData& data = state[kernel].data;
     KernelBuildSummary summary;
-    auto [result, data] = build_predictor_for_kernel(kernel, s["INIT_SAMPLE_NUM"], s["FINEGRAINED_SAMPLE_NUM"],
-                                                     s["ITERATION"], s["ERROR_THRESHOLD"], "", &summary);
+    summary.kernel = kernel;
+    summary.samples = result.train.sample_count;
+    summary.failed = failed_profiles_[kernel];
+    summary.metrics = result.train.metrics.value_or(LatencyMetrics{});
+    summary.acc10_per_iteration = state[kernel].acc10s;
+    summary.repeatability = kernel_data_repeatability(data, MeasurementProtocol::from_config(workspace_.backend_config));
     // The shipped model is fit on every sample; the metrics are those of the last held-out evaluation.
     KernelSuite& ks = suite(kernel);
     const KernelDataTable table = get_data_by_profiled_results(kernel, *ks.parser, Json{{kernel, data}});
@@ -297,7 +401,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   Json table = Json::array();
   for (const auto& s : summaries)
     table.push_back({{"kernel", s.kernel}, {"samples", s.samples}, {"failed", s.failed}, {"metrics", s.metrics.to_json()},
-                     {"acc10_per_iteration", s.acc10_per_iteration}});
+                     {"acc10_per_iteration", s.acc10_per_iteration}, {"repeatability", s.repeatability.to_json()}});
   io::save_json_file(results_dir() / "accuracy.json", table);
   spdlog::info("Predictor '{}' saved in {}; register it with: nn-meter register --predictor {}", info.name,
                meta_yaml.parent_path().string(), meta_yaml.string());
@@ -305,12 +409,15 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
 }
 
 std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries) {
-  std::string out = fmt::format("{:<18} {:>8} {:>10} {:>9} {:>7} {:>7} {:>7}\n", "kernel", "samples", "rmse(ms)",
-                                "rmspe(%)", "acc5", "acc10", "acc15");
+  // The last two columns are the ceiling: how often two halves of each sample's repeats agree.
+  std::string out = fmt::format("{:<18} {:>8} {:>10} {:>9} {:>7} {:>7} {:>7} {:>9} {:>9}\n", "kernel", "samples",
+                                "rmse(ms)", "rmspe(%)", "acc5", "acc10", "acc15", "repeat5", "repeat10");
   for (const auto& s : summaries) {
     const LatencyMetrics& m = s.metrics;
-    out += fmt::format("{:<18} {:>8} {:>10.4f} {:>9.2f} {:>6.1f}% {:>6.1f}% {:>6.1f}%\n", s.kernel, s.samples, m.rmse,
-                       m.rmspe, 100 * m.acc5, 100 * m.acc10, 100 * m.acc15);
+    const RepeatAgreement& r = s.repeatability;
+    const auto ceiling = [&](double v) { return r.samples == 0 ? std::string("-") : fmt::format("{:.1f}%", 100 * v); };
+    out += fmt::format("{:<18} {:>8} {:>10.4f} {:>9.2f} {:>6.1f}% {:>6.1f}% {:>6.1f}% {:>9} {:>9}\n", s.kernel, s.samples,
+                       m.rmse, m.rmspe, 100 * m.acc5, 100 * m.acc10, 100 * m.acc15, ceiling(r.within5), ceiling(r.within10));
   }
   return out;
 }

@@ -29,5 +29,6 @@ void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-dat
 void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile, profile-worker (internal)
 void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
 void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
+void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate
 
 }  // namespace nnmeter::cli

@@ -3,6 +3,7 @@
 // so a registered plugin gets the same tool as a builtin.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 #include <sys/utsname.h>
 
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "common/io.h"
 #include "common/tensor_proto.h"
 #include "nnmeter/backend.h"
+#include "nnmeter/profiling.h"
 
 namespace nnmeter::cli {
 
@@ -175,18 +177,61 @@ void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, cons
   if (ctx.json) std::cout << Json{{"backend", name}, {"outputs", listing}}.dump(2) << std::endl;
 }
 
+// One model measured by the protocol: REPEATS repeats, each in a fresh worker process (plugins never run
+// in the CLI's own process). The journal lives in a temporary folder: a single model is cheap to redo.
+ProfileOutcome measure_with_protocol(Context& ctx, const std::string& backend, const Json& resolved, const std::string& onnx,
+                                     const fs::path& work_dir, const std::string& file_name) {
+  const WorkDir state("");
+  ProfilerOptions options;
+  options.backend = backend;
+  options.backend_config = resolved;
+  options.registry_home = ctx.registry.home();
+  options.work_dir = work_dir;
+  options.label = fs::path(onnx).filename().string();
+  options.progress = !ctx.json;
+  const std::string id = file_name.empty() ? fs::path(onnx).stem().string() : file_name;
+  auto outcomes = profile_models({ProfileJob{id, onnx, {}}}, options, state.path() / "journal.jsonl",
+                                 state.path() / "profile_error.log");
+  ProfileOutcome o = std::move(outcomes.at(id));
+  if (!o.ok) throw Error(fmt::format("{} could not measure {}: {}", backend, onnx, o.error));
+  if (o.failed_repeats > 0)
+    spdlog::warn("{} of {} repeats failed (first reason: {})", o.failed_repeats, o.failed_repeats + o.repeats.size(), o.error);
+  return o;
+}
+
+Json outcome_json(const ProfileOutcome& o, const MeasurementProtocol& protocol) {
+  Json repeats = Json::array();
+  for (const auto& s : o.repeats) repeats.push_back(stats_json(s));
+  return {{"latency", o.latency.str()},           {"latency_ms", o.latency.avg},
+          {"statistic", to_string(protocol.statistic)}, {"repeats_ms", o.repeats_ms},
+          {"failed_repeats", o.failed_repeats},   {"repeats", repeats}};
+}
+
+// How far apart the repeats landed: the spread the protocol's statistic works against.
+std::string repeat_summary(const ProfileOutcome& o, const MeasurementProtocol& protocol) {
+  const LatencyStats r = LatencyStats::from_samples(o.repeats_ms);
+  return fmt::format("{} of {} repeats in fresh processes, {:.4f}..{:.4f} ms ({:+.1f}% max over min)",
+                     to_string(protocol.statistic), o.repeats.size(), r.min, r.max, r.min > 0 ? 100 * (r.max / r.min - 1) : 0.0);
+}
+
 void do_profile(Context& ctx, const std::string& name, const ParamFlags& flags, const BackendArgs& a) {
   require_file(a.onnx, "--onnx-path");
-  auto backend = connect(ctx, name, flags);
+  const BackendInfo info = find_backend(ctx.registry, name);
+  const Json resolved = resolve_backend_config(info.params, config_of(flags),
+                                               flags.config_file.empty() ? "command-line flags" : flags.config_file);
+  const MeasurementProtocol protocol = MeasurementProtocol::from_config(resolved);
   const WorkDir work(a.work_dir);
-  const auto stats = backend->profile(backend->to_backend(a.onnx, work.path(), a.file_name));
+  const ProfileOutcome o = measure_with_protocol(ctx, name, resolved, a.onnx, work.path(), a.file_name);
   if (ctx.json) {
-    std::cout << Json{{"backend", name}, {"model", a.onnx}, {"stats", stats_json(stats)}}.dump(2) << std::endl;
+    std::cout << Json{{"backend", name}, {"model", a.onnx}, {"result", outcome_json(o, protocol)}}.dump(2) << std::endl;
     return;
   }
-  print_line(fmt::format("{} latency of {}: {} ms (median {:.4f}, mean {:.4f}, min {:.4f}, max {:.4f}, {} samples, CV "
-                         "{:.2f}%)", name, a.onnx, stats.latency().str(), stats.median, stats.mean, stats.min, stats.max,
-                         stats.count, 100 * stats.cv()));
+  for (size_t i = 0; i < o.repeats.size(); ++i) {
+    const LatencyStats& s = o.repeats[i];
+    print_line(fmt::format("repeat {}: median {:.4f} ms (mean {:.4f}, min {:.4f}, max {:.4f}, {} samples, CV {:.2f}%)",
+                           i + 1, s.median, s.mean, s.min, s.max, s.count, 100 * s.cv()));
+  }
+  print_line(fmt::format("{} latency of {}: {} ms ({})", name, a.onnx, o.latency.str(), repeat_summary(o, protocol)));
 }
 
 void add_backend_tool(CLI::App* parent, Context& ctx, const BackendInfo& info) {
@@ -196,6 +241,7 @@ void add_backend_tool(CLI::App* parent, Context& ctx, const BackendInfo& info) {
   auto make = [&](const char* verb, const char* help, bool inputs) {
     auto flags = std::make_shared<ParamFlags>();
     flags->params = info.params;
+    flags->params.insert(flags->params.end(), protocol_params().begin(), protocol_params().end());
     auto args = std::make_shared<BackendArgs>();
     CLI::App* cmd = tool->add_subcommand(verb, help);
     cmd->add_option("--onnx-path", args->onnx, "ONNX model path.")->required();
@@ -255,7 +301,7 @@ void check_env(Context& ctx) {
 
 struct BenchArgs {
   std::string backend = "onednn_cpu", onnx;
-  int threads = 0, runs = 0, warmup = -1, rounds = 0;
+  int threads = 0, runs = 0, warmup = -1, rounds = 0, repeats = 0;
 };
 
 void set_param(Json& config, const BackendInfo& info, const char* key, const Json& value, const char* flag) {
@@ -273,27 +319,26 @@ void benchmark(Context& ctx, const BenchArgs& a) {
   if (a.runs > 0) set_param(config, info, "NUM_RUNS", a.runs, "--runs");
   if (a.rounds > 0) set_param(config, info, "NUM_ROUNDS", a.rounds, "--rounds");
   if (a.warmup >= 0) set_param(config, info, "WARMUP_RUNS", a.warmup, "--warmup");
+  if (a.repeats > 0) config["REPEATS"] = a.repeats;
   const Json resolved = resolve_backend_config(info.params, config, "benchmark flags");
-  auto backend = info.create(resolved);
+  const MeasurementProtocol protocol = MeasurementProtocol::from_config(resolved);
   const WorkDir work("");
-  const auto t0 = std::chrono::steady_clock::now();
-  const auto files = backend->to_backend(a.onnx, work.path(), "");
-  const double init_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const auto s = backend->profile(files);
+  const ProfileOutcome o = measure_with_protocol(ctx, a.backend, resolved, a.onnx, work.path(), "");
   if (ctx.json) {
-    std::cout << Json{{"backend", a.backend}, {"model", a.onnx}, {"config", resolved}, {"init_ms", init_ms},
-                      {"stats", stats_json(s)}}
+    std::cout << Json{{"backend", a.backend}, {"model", a.onnx}, {"config", resolved}, {"result", outcome_json(o, protocol)}}
                      .dump(2)
               << std::endl;
     return;
   }
-  print_line(fmt::format("Model: {}  Backend: {} {}", a.onnx, a.backend, backend->get_version()));
+  print_line(fmt::format("Model: {}  Backend: {}", a.onnx, a.backend));
   print_line(fmt::format("Config: {}", resolved.dump()));
-  print_line(fmt::format("Initialized session in {:.3f}ms.", init_ms));
-  print_line(fmt::format("count={} min={:.4f} max={:.4f} avg={:.4f} std={:.4f} median={:.4f} (ms; one sample per round)",
-                         s.count, s.min, s.max, s.mean, s.std, s.median));
-  print_line(fmt::format("Latency: {} ms  ({:.2f} inferences/s, CV {:.2f}%)", s.latency().str(),
-                         s.median > 0 ? 1000.0 / s.median : 0.0, 100 * s.cv()));
+  for (size_t i = 0; i < o.repeats.size(); ++i) {
+    const LatencyStats& s = o.repeats[i];
+    print_line(fmt::format("repeat {}: count={} min={:.4f} max={:.4f} avg={:.4f} std={:.4f} median={:.4f} (ms; one sample "
+                           "per round)", i + 1, s.count, s.min, s.max, s.mean, s.std, s.median));
+  }
+  print_line(fmt::format("Latency: {} ms  ({:.2f} inferences/s; {})", o.latency.str(),
+                         o.latency.avg > 0 ? 1000.0 / o.latency.avg : 0.0, repeat_summary(o, protocol)));
 }
 
 }  // namespace
@@ -314,6 +359,7 @@ void add_backend_commands(CLI::App& app, Context& ctx) {
   bench->add_option("--runs", args->runs, "timed runs per round (the backend's NUM_RUNS)");
   bench->add_option("--rounds", args->rounds, "rounds (the backend's NUM_ROUNDS)");
   bench->add_option("--warmup", args->warmup, "warm-up runs (the backend's WARMUP_RUNS)");
+  bench->add_option("--repeats", args->repeats, "independent repeats in fresh processes (REPEATS)");
   bench->callback([&ctx, args] { benchmark(ctx, *args); });
 }
 

@@ -36,7 +36,7 @@ void ruletest(Context& ctx, const RuleTestArgs& a) {
   if (r.undecided > 0)
     summary += fmt::format(", {} undecided (their \"error\" says why; profiling errors in {})", r.undecided,
                            (r.rules_file.parent_path() / "profile_error.log").string());
-  summary += fmt::format(" ({} models profiled now, {} from earlier runs", r.profiled_now, r.models - r.profiled_now);
+  summary += fmt::format(" ({} measurements now, {} from earlier runs", r.profiled_now, r.models - r.profiled_now);
   if (r.remeasured > 0) summary += fmt::format("; {} measured again to get out of the noise", r.remeasured);
   summary += ")";
   print_line(summary);

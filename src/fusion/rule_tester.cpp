@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "common/hash.h"
 #include "common/io.h"
 #include "fusion/testcases.h"
 #include "nnmeter/backend.h"
@@ -31,11 +32,6 @@ struct CaseEntry {
 };
 
 std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
-
-uint64_t fnv1a(std::string_view text, uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 }  // namespace
 
@@ -155,7 +151,7 @@ RuleTester::RuleTester(Workspace workspace, Registry registry, RuleTestSettings 
   // A backend that cannot be constructed here still profiles (or reports why) in its workers.
   if (!backend.customized) {
     try {
-      m.planner = backend.create(resolve_backend_config(backend.params, m.backend_config, "backend_config.yaml"));
+      m.planner = backend.create(backend_only(resolve_backend_config(backend.params, m.backend_config, "backend_config.yaml")));
     } catch (const Error& e) {
       spdlog::debug("ruletest: {} gives no kernel counts: {}", backend.name, e.what());
     }
@@ -312,7 +308,8 @@ RuleTestResult RuleTester::run() {
   // A job's ID carries a hash of the model bytes and the backend settings: a rerun reuses a measurement
   // only for the very same model on the same backend configuration. Pass k > 0 re-measures a case the noise
   // left undecided; its IDs end in "#k".
-  const uint64_t backend_hash = fnv1a(m.backend_config.dump(), fnv1a(m.settings.backend));
+  const uint64_t backend_hash = fnv1a(backend_only(m.backend_config).dump(), fnv1a(m.settings.backend));
+  const int repeats = MeasurementProtocol::from_config(m.backend_config).repeats;
   const fs::path journal = m.results() / "profile_journal.jsonl";
   std::map<std::string, std::map<std::string, std::vector<Latency>>> measured;  // case → model → one per pass
   std::map<std::string, std::map<std::string, std::string>> failures;            // case → model → error
@@ -329,9 +326,10 @@ RuleTestResult RuleTester::run() {
       }
     {
       const Journal existing(journal);
-      for (const auto& job : jobs) result.profiled_now += existing.records().count(job.id) == 0;
+      for (const auto& job : jobs)
+        for (int r = 0; r < repeats; ++r) result.profiled_now += existing.records().count(Journal::key(job.id, r)) == 0;
     }
-    result.models += static_cast<int>(jobs.size());
+    result.models += static_cast<int>(jobs.size()) * repeats;
     ProfilerOptions options;
     options.backend = m.settings.backend;
     options.backend_config = m.backend_config;
@@ -344,7 +342,7 @@ RuleTestResult RuleTester::run() {
     for (const auto& [id, outcome] : profile_models(jobs, options, journal, m.results() / "profile_error.log")) {
       const auto& [name, model] = job_of.at(id);
       if (outcome.ok) {
-        measured[name][model].push_back(outcome.stats.latency());
+        measured[name][model].push_back(outcome.latency);
         if (m.planner)
           if (const auto n = m.planner->kernel_count(outcome.converted_files)) profiled[name].kernels[model] = *n;
       } else {

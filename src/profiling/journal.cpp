@@ -17,7 +17,15 @@ Error journal_error(const fs::path& path, const std::string& what) {
   return Error("cannot " + what + " journal " + path.string() + ": " + std::strerror(errno));
 }
 
+std::string record_key(const Json& record) {
+  return Journal::key(record.at("id").get<std::string>(), record.value("repeat", 0));
+}
+
 }  // namespace
+
+std::string Journal::key(const std::string& id, int repeat) {
+  return repeat == 0 ? id : id + "\x1f" + std::to_string(repeat);
+}
 
 Journal::Journal(fs::path path) : path_(std::move(path)) {
   std::error_code ec;
@@ -34,8 +42,8 @@ Journal::Journal(fs::path path) : path_(std::move(path)) {
       if (line.empty()) continue;
       try {
         Json record = Json::parse(line);
-        const std::string id = record.at("id").get<std::string>();  // before the move below
-        records_[id] = std::move(record);
+        const std::string key = record_key(record);  // before the move below
+        records_[key] = std::move(record);
       } catch (const Json::exception& e) {
         throw Error("journal " + path_.string() + " line " + std::to_string(line_no) + " is not a valid record (" +
                     e.what() + "): move the file away to start over");
@@ -62,7 +70,7 @@ void Journal::append(const Json& record) {
     written += static_cast<size_t>(n);
   }
   if (::fdatasync(fd_) != 0) throw journal_error(path_, "sync");
-  records_[record.at("id").get<std::string>()] = record;
+  records_[record_key(record)] = record;
 }
 
 }  // namespace nnmeter

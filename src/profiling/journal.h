@@ -15,8 +15,10 @@ class Journal {
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
 
-  // Records read at open plus those appended since, keyed by their "id" (the last record of an id wins).
+  // Records read at open plus those appended since, keyed by key(id, repeat) of their "id" and "repeat"
+  // (absent: 0, as journals written before repeats existed); the last record of a key wins.
   const std::map<std::string, Json>& records() const { return records_; }
+  static std::string key(const std::string& id, int repeat);
   void append(const Json& record);
 
  private:

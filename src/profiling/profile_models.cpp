@@ -1,8 +1,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <iostream>
+#include <random>
+#include <optional>
+#include <set>
 
 #include "common/progress.h"
 #include "nnmeter/backend.h"
@@ -16,6 +23,9 @@ namespace nnmeter {
 namespace {
 
 constexpr double kStartupTimeoutS = 120;
+// A worker is replaced after this many measurements even when none repeats a job, so that no process's
+// level weighs on too many samples of one run.
+constexpr size_t kMeasurementsPerWorker = 16;
 
 Json paths_to_json(const std::vector<fs::path>& paths) {
   Json out = Json::array();
@@ -54,13 +64,27 @@ LatencyStats stats_from_json(const Json& j) {
   return s;
 }
 
-ProfileOutcome outcome_from_record(const Json& r) {
+// A job's outcome from the journal records of its repeats.
+ProfileOutcome outcome_from_records(const std::string& id, const std::vector<Json>& records, RepeatStatistic statistic) {
   ProfileOutcome o;
-  o.id = r.at("id").get<std::string>();
-  o.ok = r.value("ok", false);
-  if (o.ok) o.stats = stats_from_json(r);
-  o.converted_files = paths_from_json(r.value("files", Json::array()));
-  o.error = r.value("error", "");
+  o.id = id;
+  for (const Json& r : records) {
+    if (!r.value("ok", false)) {
+      ++o.failed_repeats;
+      if (o.error.empty()) o.error = r.value("error", "unknown error");
+      continue;
+    }
+    o.repeats.push_back(stats_from_json(r));
+    o.repeats_ms.push_back(o.repeats.back().median);
+    o.repeat_times.push_back(r.value("t", 0.0));
+    if (o.converted_files.empty()) o.converted_files = paths_from_json(r.value("files", Json::array()));
+  }
+  o.ok = !o.repeats.empty();
+  if (o.ok) {
+    // One repeat: its own spread, as before repeats existed; several: the spread between processes.
+    const double spread = o.repeats.size() == 1 ? o.repeats.front().std : LatencyStats::from_samples(o.repeats_ms).std;
+    o.latency = Latency{repeat_label(o.repeats_ms, statistic), spread};
+  }
   return o;
 }
 
@@ -86,31 +110,53 @@ fs::path find_worker_executable() {
   throw Error("cannot find the nn-meter executable that runs profiling workers: set NN_METER_WORKER to its path");
 }
 
-std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJob>& jobs, const ProfilerOptions& options,
-                                                     const fs::path& journal_path, const fs::path& error_log) {
-  Journal journal(journal_path);
-  std::vector<const ProfileJob*> pending;
-  for (const auto& job : jobs)
-    if (!journal.records().count(job.id)) pending.push_back(&job);
-  if (pending.size() < jobs.size())
-    spdlog::info("{}: {} of {} models already profiled, resuming", options.label, jobs.size() - pending.size(), jobs.size());
+std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::vector<ProfileBatch>& batches,
+                                                                   const ProfilerOptions& options) {
+  const MeasurementProtocol protocol = MeasurementProtocol::from_config(options.backend_config);
+  std::vector<std::unique_ptr<Journal>> journals;
+  for (const auto& b : batches) journals.push_back(std::make_unique<Journal>(b.journal));
 
+  // Every (batch, job, repeat) not yet journaled, in one seeded shuffled order: drift over the run must not
+  // line up with a kernel, a config or a repeat index. Resuming recomputes the same set minus what is done.
+  struct Item {
+    size_t batch;
+    const ProfileJob* job;
+    int repeat;
+  };
+  std::vector<Item> pending;
+  size_t total = 0;
+  for (size_t b = 0; b < batches.size(); ++b)
+    for (const auto& job : batches[b].jobs)
+      for (int r = 0; r < protocol.repeats; ++r, ++total)
+        if (!journals[b]->records().count(Journal::key(job.id, r))) pending.push_back({b, &job, r});
+  std::mt19937_64 rng(options.seed);
+  std::shuffle(pending.begin(), pending.end(), rng);
+  if (pending.size() < total)
+    spdlog::info("{}: {} of {} measurements already done, resuming", options.label, total - pending.size(), total);
+
+  const bool probing = protocol.probe_every > 0 && options.probes && !options.probes->models.empty();
   if (!pending.empty()) {
     const fs::path executable = options.worker_executable.empty() ? find_worker_executable() : options.worker_executable;
     const Json hello = {{"backend", options.backend},
-                        {"config", options.backend_config},
+                        {"config", backend_only(options.backend_config)},
                         {"registry_home", options.registry_home.string()}};
-    const fs::path worker_log = error_log.parent_path() / "profile_worker.log";
+    const fs::path worker_log = batches.front().error_log.parent_path() / "profile_worker.log";
     std::unique_ptr<WorkerProcess> worker;
-    Progress progress(options.label, pending.size(), options.progress);
-    for (const ProfileJob* job : pending) {
-      if (!worker || !worker->alive())
+    std::set<std::string> served;  // what the current worker has measured
+    // One measurement of a model in a worker that has not measured it before (a repeat is independent only
+    // in a fresh process), as a journal record without its key fields.
+    auto measure_once = [&](const std::string& key, const ProfileJob& job, const std::vector<fs::path>& files) {
+      if (!worker || !worker->alive() || served.count(key) || served.size() >= kMeasurementsPerWorker) {
+        worker.reset();
+        served.clear();
         worker = std::make_unique<WorkerProcess>(executable, hello, worker_log, kStartupTimeoutS);
-      const Json request = {{"id", job->id},
-                            {"onnx", job->model.string()},
+      }
+      served.insert(key);
+      const Json request = {{"id", job.id},
+                            {"onnx", job.model.string()},
                             {"work_dir", options.work_dir.string()},
-                            {"files", paths_to_json(job->converted_files)}};
-      Json record = {{"id", job->id}};
+                            {"files", paths_to_json(files)}};
+      Json record = Json::object();
       auto reply = worker->request(request, options.timeout_s);
       if (auto* why = std::get_if<std::string>(&reply)) {
         record["ok"] = false;
@@ -125,18 +171,65 @@ std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJo
           record["error"] = answer.value("error", "unknown error");
         }
       }
+      record["t"] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+      return record;
+    };
+    std::optional<Journal> probe_journal;
+    if (probing) probe_journal.emplace(options.probes->journal);
+    auto measure_probes = [&] {
+      for (const ProfileJob& probe : options.probes->models) {
+        size_t seq = 0;
+        while (probe_journal->records().count(Journal::key(probe.id, static_cast<int>(seq)))) ++seq;
+        std::vector<fs::path> files = probe.converted_files;
+        if (seq > 0) files = paths_from_json(probe_journal->records().at(probe.id).value("files", Json::array()));
+        Json record = measure_once("probe:" + probe.id, probe, files);
+        record["id"] = probe.id;
+        record["repeat"] = seq;
+        probe_journal->append(record);
+        if (!record["ok"].get<bool>())
+          spdlog::warn("drift probe {} failed ({}); the run goes on without it", probe.id, record["error"].get<std::string>());
+      }
+    };
+
+    Progress progress(options.label, pending.size(), options.progress);
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (probing && i % static_cast<size_t>(protocol.probe_every) == 0) measure_probes();
+      const Item& item = pending[i];
+      const ProfileBatch& batch = batches[item.batch];
+      Journal& journal = *journals[item.batch];
+      // Later repeats reuse the files an earlier repeat converted.
+      std::vector<fs::path> files = item.job->converted_files;
+      if (files.empty())
+        for (int r = 0; r < protocol.repeats && files.empty(); ++r)
+          if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
+            files = paths_from_json(it->second.value("files", Json::array()));
+      Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
+      record["id"] = item.job->id;
+      record["repeat"] = item.repeat;
       journal.append(record);
       if (!record["ok"].get<bool>()) {
-        append_error_log(error_log, job->id, record["error"].get<std::string>());
-        spdlog::debug("{} {}: failed: {}", options.label, job->id, record["error"].get<std::string>());
+        append_error_log(batch.error_log, item.job->id + (protocol.repeats > 1 ? fmt::format(" (repeat {})", item.repeat) : ""),
+                         record["error"].get<std::string>());
+        spdlog::debug("{} {}: failed: {}", options.label, item.job->id, record["error"].get<std::string>());
       }
       progress.advance();
     }
+    if (probing) measure_probes();
   }
 
-  std::map<std::string, ProfileOutcome> out;
-  for (const auto& job : jobs) out[job.id] = outcome_from_record(journal.records().at(job.id));
+  std::vector<std::map<std::string, ProfileOutcome>> out(batches.size());
+  for (size_t b = 0; b < batches.size(); ++b)
+    for (const auto& job : batches[b].jobs) {
+      std::vector<Json> records;
+      for (int r = 0; r < protocol.repeats; ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
+      out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
+    }
   return out;
+}
+
+std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJob>& jobs, const ProfilerOptions& options,
+                                                     const fs::path& journal, const fs::path& error_log) {
+  return profile_batches({ProfileBatch{jobs, journal, error_log}}, options).front();
 }
 
 int run_profile_worker(int result_fd) {

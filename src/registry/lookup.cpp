@@ -5,6 +5,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/protocol.h"
 #include "nnmeter/registry.h"
 #include "registry/plugin_adapters.h"
 
@@ -45,14 +46,14 @@ BackendInfo find_backend(const Registry& registry, const std::string& name) {
 std::unique_ptr<Backend> connect_backend(const Registry& registry, const std::string& name, const Json& config,
                                          const std::string& config_origin) {
   const BackendInfo info = find_backend(registry, name);
-  return info.create(resolve_backend_config(info.params, config, config_origin));
+  return info.create(backend_only(resolve_backend_config(info.params, config, config_origin)));
 }
 
 std::string check_env_line(const BackendInfo& info) {
   std::string version = "None";
   try {
     const Json defaults = resolve_backend_config(info.params, Json::object(), "defaults");
-    const auto backend = info.create(defaults);
+    const auto backend = info.create(backend_only(defaults));
     if (backend->is_available()) version = backend->get_version();
   } catch (const std::exception&) {
     version = "CheckFailed";

@@ -22,9 +22,9 @@ fs::path make_workspace(const TempDir& tmp, const std::string& kernels_yaml) {
   CliResult created = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
   EXPECT_EQ(created.exit_code, 0) << created.err;
   write_text(ws / "configs" / "predictorbuild_config.yaml", "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n" + kernels_yaml);
-  // Quick measurements: these tests check the pipeline, not the latency figures.
+  // Quick measurements: these tests check the pipeline, not the latency figures; two repeats each.
   write_text(ws / "configs" / "backend_config.yaml",
-             "NUM_THREADS: 1\nWARMUP_RUNS: 1\nNUM_RUNS: 3\nNUM_ROUNDS: 2\nMIN_TIME_MS: 1\nMAX_RETRIES: 0\n");
+             "NUM_THREADS: 1\nWARMUP_RUNS: 1\nNUM_RUNS: 3\nNUM_ROUNDS: 2\nMIN_TIME_MS: 1\nMAX_RETRIES: 0\nREPEATS: 2\n");
   return ws;
 }
 
@@ -120,13 +120,17 @@ TEST(BuildCli, ProfilingResumesAfterSigkillWithoutProfilingAnIdTwice) {
   CliResult resumed = run_cli({"profile", "--workspace", ws.string(), "--backend", "onednn_cpu", "--kernel", "relu"}, home);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
   std::set<std::string> ids;
+  std::set<std::pair<std::string, int>> measured;
   std::istringstream lines(read_text(journal));
   size_t records = 0;
   for (std::string line; std::getline(lines, line);) {
-    ids.insert(Json::parse(line).at("id").get<std::string>());
+    const Json record = Json::parse(line);
+    ids.insert(record.at("id").get<std::string>());
+    measured.emplace(record.at("id").get<std::string>(), record.at("repeat").get<int>());
     ++records;
   }
-  EXPECT_EQ(records, ids.size()) << "an ID was profiled twice";
+  EXPECT_EQ(records, measured.size()) << "a repeat was measured twice";
+  EXPECT_EQ(records, 2 * ids.size()) << "every ID has its two repeats";
   const Json profiled = io::load_json_file(ws / "predictor_build" / "results" / "profiled_relu.json");
   EXPECT_EQ(profiled["relu"].size() + count_lines(ws / "predictor_build" / "results" / "profile_error.log"), ids.size());
   EXPECT_EQ(ids.size(), io::load_json_file(ws / "predictor_build" / "results" / "relu_prior.json")["relu"].size());

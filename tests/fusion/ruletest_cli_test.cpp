@@ -12,7 +12,8 @@ namespace nnmeter::test {
 namespace {
 
 // Quick measurements: these tests check decisions with large margins, not latency figures.
-const char* kQuickOnednn = "NUM_THREADS: 1\nWARMUP_RUNS: 3\nNUM_RUNS: 10\nNUM_ROUNDS: 5\nMIN_TIME_MS: 10\nMAX_RETRIES: 1\n";
+const char* kQuickOnednn =
+    "NUM_THREADS: 1\nWARMUP_RUNS: 3\nNUM_RUNS: 10\nNUM_ROUNDS: 5\nMIN_TIME_MS: 10\nMAX_RETRIES: 1\nREPEATS: 2\n";
 
 fs::path make_workspace(const TempDir& tmp, const std::string& name, const std::string& ruletest_yaml,
                         const std::string& backend_yaml) {
@@ -145,7 +146,7 @@ TEST(RuletestCli, FailedModelsAreUndecidedAndNeverProfiledTwice) {
   const fs::path ws = make_workspace(tmp, "ws",
                                      "HW: 8\nCIN: 4\nCOUT: 4\nBASIC_TESTCASES: [conv_relu, myrelu_relu]\n"
                                      "OTHER_TESTCASES: [FAILcase, MON]\n",
-                                     "COUNTER: " + counter.string() + "\n");
+                                     "COUNTER: " + counter.string() + "\nREPEATS: 1\n");
   CliResult r = run_cli({"ruletest", "--workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "5 test cases, 4 obeyed, 0 not obeyed, 1 undecided")) << r.out;
@@ -166,10 +167,10 @@ TEST(RuletestCli, FailedModelsAreUndecidedAndNeverProfiledTwice) {
 
   const size_t calls = count_lines(counter);
   EXPECT_EQ(calls, 4u * 3 + 5);  // BF_conv_relu, BF_myrelu_relu, BF_dwconv_relu, FAILcase; MON
-  EXPECT_TRUE(contains(r.out, "(17 models profiled now, 0 from earlier runs)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(17 measurements now, 0 from earlier runs)")) << r.out;
   CliResult again = run_cli({"ruletest", "--workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_TRUE(contains(again.out, "(0 models profiled now, 17 from earlier runs)")) << again.out;
+  EXPECT_TRUE(contains(again.out, "(0 measurements now, 17 from earlier runs)")) << again.out;
   EXPECT_EQ(count_lines(counter), calls) << "a rerun must not profile any model again";
   EXPECT_EQ(io::load_json_file(dir / "results" / "detected_fusion_rule.json"), rules);
 
@@ -189,18 +190,19 @@ TEST(RuletestCli, NoisyCasesAreMeasuredAgainUntilDecided) {
   // Every model 2 ms: margin (2 + 2 − 2) − 0.5·2 = 1 ms. Spread 0.4: one measurement's noise band is
   // wider than 1 ms, two pooled ones are narrower.
   const fs::path counter = tmp / "calls.txt";
-  const fs::path ws = make_workspace(tmp, "ws", cases, "COUNTER: " + counter.string() + "\nSPREAD: 0.4\n");
+  // One repeat per measurement: the noise band then comes from the spread inside one process.
+  const fs::path ws = make_workspace(tmp, "ws", cases, "COUNTER: " + counter.string() + "\nSPREAD: 0.4\nREPEATS: 1\n");
   CliResult r = run_cli({"ruletest", "--workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_TRUE(contains(r.out, "1 test cases, 1 obeyed, 0 not obeyed")) << r.out;
-  EXPECT_TRUE(contains(r.out, "(6 models profiled now, 0 from earlier runs; 1 measured again")) << r.out;
+  EXPECT_TRUE(contains(r.out, "(6 measurements now, 0 from earlier runs; 1 measured again")) << r.out;
   EXPECT_EQ(count_lines(counter), 6u);
   CliResult again = run_cli({"ruletest", "--workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
-  EXPECT_TRUE(contains(again.out, "(0 models profiled now, 6 from earlier runs")) << again.out;
+  EXPECT_TRUE(contains(again.out, "(0 measurements now, 6 from earlier runs")) << again.out;
   EXPECT_EQ(count_lines(counter), 6u);
 
   // Spread 1.5: still inside the noise after three more passes → undecided, never guessed.
-  const fs::path wide = make_workspace(tmp, "wide", cases, "SPREAD: 1.5\n");
+  const fs::path wide = make_workspace(tmp, "wide", cases, "SPREAD: 1.5\nREPEATS: 1\n");
   CliResult w = run_cli({"ruletest", "--workspace", wide.string(), "--backend", "chaos", "--json"}, tmp / "home");
   ASSERT_EQ(w.exit_code, 0) << w.err;
   const Json rule = Json::parse(w.out)["BF_conv_relu"];

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
@@ -21,7 +23,7 @@ class ProfileModels : public ::testing::Test {
     test::write_text(pkg / "meta.yaml", "builtinName: chaos\npackageLocation: .\nclassModule: backend\nclassName: chaosBackend\n");
     Registry(tmp / "home").register_module(ModuleKind::Backend, pkg / "meta.yaml");
     options.backend = "chaos";
-    options.backend_config = {{"COUNTER", (tmp / "calls.txt").string()}};
+    options.backend_config = {{"COUNTER", (tmp / "calls.txt").string()}, {"REPEATS", 1}};
     options.registry_home = tmp / "home";
     options.work_dir = tmp / "work";
     options.worker_executable = NNMETER_CLI_PATH;
@@ -46,8 +48,9 @@ TEST_F(ProfileModels, CrashHangAndErrorCostOneSampleEach) {
   ASSERT_EQ(outcomes.size(), jobs.size());
   for (const std::string id : {"AAAAAA", "CCCCCC", "FFFFFF"}) {
     EXPECT_TRUE(outcomes.at(id).ok) << id << ": " << outcomes.at(id).error;
-    EXPECT_DOUBLE_EQ(outcomes.at(id).stats.median, 2.0);
-    EXPECT_EQ(outcomes.at(id).stats.count, 3);
+    EXPECT_DOUBLE_EQ(outcomes.at(id).latency.avg, 2.0);
+    ASSERT_EQ(outcomes.at(id).repeats.size(), 1u);
+    EXPECT_EQ(outcomes.at(id).repeats.front().count, 3);
   }
   EXPECT_FALSE(outcomes.at("BCRASH").ok);
   // A plain build reports SIGSEGV; AddressSanitizer's SEGV handler turns it into exit code 1, or into
@@ -85,6 +88,70 @@ TEST_F(ProfileModels, ResumeNeverProfilesAnIdTwiceAndSurvivesATornRecord) {
   EXPECT_EQ(test::count_lines(journal), 2u);
   profile_models({jobs[0], jobs[2]}, options, journal, error_log);
   EXPECT_EQ(test::count_lines(tmp / "calls.txt"), 2u);
+}
+
+// "<model> <pid>" lines of the chaos backend's counter, in calling order.
+std::vector<std::pair<std::string, std::string>> calls(const fs::path& counter) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::istringstream in(test::read_text(counter));
+  for (std::string model, pid; in >> model >> pid;) out.emplace_back(fs::path(model).stem().string(), pid);
+  return out;
+}
+
+TEST_F(ProfileModels, RepeatsRunInFreshProcessesAndKeepEveryValue) {
+  options.backend_config["REPEATS"] = 3;
+  const std::vector<ProfileJob> ok = {jobs[0], jobs[2], jobs[5]};
+  const auto outcomes = profile_models(ok, options, tmp / "j.jsonl", tmp / "e.log");
+  const auto made = calls(tmp / "calls.txt");
+  ASSERT_EQ(made.size(), 9u);
+  std::map<std::string, std::set<std::string>> pids;
+  for (const auto& [model, pid] : made) pids[model].insert(pid);
+  for (const auto& job : ok) {
+    EXPECT_EQ(pids[job.id].size(), 3u) << job.id << ": two repeats ran in one process";
+    const ProfileOutcome& o = outcomes.at(job.id);
+    EXPECT_TRUE(o.ok);
+    EXPECT_EQ(o.repeats_ms, (std::vector<double>{2.0, 2.0, 2.0}));
+    EXPECT_EQ(o.repeat_times.size(), 3u);
+    EXPECT_DOUBLE_EQ(o.latency.avg, 2.0);
+  }
+  EXPECT_EQ(test::count_lines(tmp / "j.jsonl"), 9u);
+}
+
+TEST_F(ProfileModels, RaisingRepeatsMeasuresOnlyTheMissingOnes) {
+  const std::vector<ProfileJob> ok = {jobs[0], jobs[2]};
+  options.backend_config["REPEATS"] = 2;
+  profile_models(ok, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_EQ(calls(tmp / "calls.txt").size(), 4u);
+  options.backend_config["REPEATS"] = 3;
+  const auto outcomes = profile_models(ok, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_EQ(calls(tmp / "calls.txt").size(), 6u);
+  EXPECT_EQ(outcomes.at("AAAAAA").repeats_ms.size(), 3u);
+  profile_models(ok, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_EQ(calls(tmp / "calls.txt").size(), 6u);
+}
+
+TEST_F(ProfileModels, TheMeasuringOrderIsShuffledBySeedAcrossBatches) {
+  options.backend_config["REPEATS"] = 2;
+  const std::vector<ProfileJob> a = {jobs[0], jobs[2]}, b = {jobs[5]};
+  auto order = [&](uint64_t seed, const std::string& run) {
+    options.seed = seed;
+    const fs::path counter = tmp / (run + ".txt");
+    options.backend_config["COUNTER"] = counter.string();
+    const auto out = profile_batches({{a, tmp / run / "a.jsonl", tmp / run / "e.log"}, {b, tmp / run / "b.jsonl", tmp / run / "e.log"}},
+                                     options);
+    EXPECT_EQ(out.size(), 2u);
+    EXPECT_TRUE(out[1].at("FFFFFF").ok);
+    EXPECT_EQ(test::count_lines(tmp / run / "b.jsonl"), 2u);  // each batch keeps its own journal
+    std::vector<std::string> models;
+    for (const auto& [model, pid] : calls(counter)) models.push_back(model);
+    return models;
+  };
+  const auto first = order(7, "one");
+  EXPECT_EQ(first.size(), 6u);
+  EXPECT_EQ(order(7, "two"), first);  // resumable: the same seed gives the same order
+  bool differs = false;
+  for (uint64_t seed = 8; seed < 16 && !differs; ++seed) differs = order(seed, "s" + std::to_string(seed)) != first;
+  EXPECT_TRUE(differs) << "the order does not depend on the seed";
 }
 
 TEST_F(ProfileModels, UnknownBackendFailsTheRunWithOneLine) {

@@ -1,7 +1,7 @@
 // A backend plugin that misbehaves on purpose, for the profiler's isolation tests: a model whose file name
 // contains CRASH segfaults the process, HANG never returns, FAIL throws; every profile call is
-// counted in the file named by COUNTER so tests can tell whether a model was profiled again. Every other
-// model takes 2 ms, its runs spread by ±SPREAD ms.
+// counted in the file named by COUNTER ("<model> <pid>" per line) so tests can tell whether a model was
+// profiled again, and in which process. Every other model takes 2 ms, its runs spread by ±SPREAD ms.
 #include <nnmeter/plugin.h>
 #include <signal.h>
 #include <unistd.h>
@@ -23,7 +23,7 @@ class chaosBackend : public nnmeter::plugin::Backend {
   json profile(const std::vector<std::string>& files) override {
     const std::string& model = files.at(0);
     if (const std::string counter = config_.value("COUNTER", ""); !counter.empty())
-      std::ofstream(counter, std::ios::app) << model << "\n";
+      std::ofstream(counter, std::ios::app) << model << " " << ::getpid() << "\n";
     if (model.find("CRASH") != std::string::npos) ::raise(SIGSEGV);
     if (model.find("HANG") != std::string::npos)
       for (;;) ::pause();

@@ -55,7 +55,8 @@ TEST(BackendParams, DefaultsAreFilledAndTypesChecked) {
     resolve_backend_config(params(), Json{{"NUM_THREAD", 2}}, "cfg.yaml");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'NUM_THREAD' (known keys: NUM_THREADS, MIN_TIME_MS, PIN, ISA)");
+    EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'NUM_THREAD' (known keys: NUM_THREADS, MIN_TIME_MS, PIN, ISA, REPEATS, "
+                                   "REPEAT_STATISTIC, DRIFT_PROBE_EVERY)");
   }
   try {
     resolve_backend_config(params(), Json{{"NUM_THREADS", "two"}}, "cfg.yaml");

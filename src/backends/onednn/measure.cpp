@@ -57,17 +57,15 @@ double own_cpu_seconds() {
   return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) + 1e-6 * static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
 }
 
-// Share of the `cpus` that other processes used between two snapshots.
-double foreign_load(const CpuTimes& a, const CpuTimes& b, const std::vector<int>& cpus, double own_seconds,
-                    double wall_seconds) {
+// Share of all the machine's CPUs that other processes used between two snapshots. Every CPU counts, not
+// only the measuring ones: load on another core (shared caches and memory bandwidth) moves the latency too.
+double foreign_load(const CpuTimes& a, const CpuTimes& b, double own_seconds, double wall_seconds) {
   const double hz = static_cast<double>(sysconf(_SC_CLK_TCK));
+  const size_t cpus = std::min(a.busy.size(), b.busy.size());
   double busy = 0;
-  for (int c : cpus) {
-    const auto i = static_cast<size_t>(c);
-    if (i < a.busy.size() && i < b.busy.size()) busy += static_cast<double>(b.busy[i] - a.busy[i]) / hz;
-  }
-  if (wall_seconds <= 0 || cpus.empty()) return 0;
-  return std::max(0.0, (busy - own_seconds) / (wall_seconds * static_cast<double>(cpus.size())));
+  for (size_t i = 0; i < cpus; ++i) busy += static_cast<double>(b.busy[i] - a.busy[i]) / hz;
+  if (wall_seconds <= 0 || cpus == 0) return 0;
+  return std::max(0.0, (busy - own_seconds) / (wall_seconds * static_cast<double>(cpus)));
 }
 
 std::vector<int> allowed_cpus() {
@@ -195,10 +193,10 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
       samples.push_back(ms_since(t0));
     }
     const double wall = ms_since(round_start) / 1000.0;
-    const double foreign = foreign_load(before, read_cpu_times(), m.cpus, own_cpu_seconds() - own_before, wall);
+    const double foreign = foreign_load(before, read_cpu_times(), own_cpu_seconds() - own_before, wall);
     if (foreign > s.max_busy && m.discarded_rounds < s.max_retries) {
       ++m.discarded_rounds;
-      spdlog::debug("round discarded: other processes used {:.0f}% of the measuring CPUs", 100 * foreign);
+      spdlog::debug("round discarded: other processes used {:.0f}% of the machine's CPUs", 100 * foreign);
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }

@@ -141,7 +141,8 @@ const std::vector<BackendParam>& backend_params() {
             "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
       param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
       param("MAX_BUSY", T::Float, 0.10,
-            "A round during which other processes used more than this share of the measuring CPUs is measured again"),
+            "A round during which other processes used more than this share of the machine's CPUs (all of them: "
+            "load on any core moves the latency) is measured again"),
       param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile")};
   return params;
 }

@@ -1,0 +1,114 @@
+// How well measurements repeat between runs (issue: latency you can trust), old protocol against new.
+//
+//   repeatability_bench measure OUT.json REPEATS CONFIG.yaml MODEL_DIR...
+//       every *.onnx of the folders measured REPEATS times on onednn_cpu, each repeat in a fresh worker
+//       process, all repeats of all models in one shuffled order; OUT.json keeps every repeat. Resumable:
+//       the journal sits next to OUT.json.
+//   repeatability_bench compare A.json B.json [K]
+//       two such runs (taken apart in time) compared per model: the old protocol is one process (a run's
+//       first repeat), the new one the minimum (and median) of K repeats (default: all but the first, so
+//       the two never share a measurement). Prints the share of models whose two runs agree within ±5 %
+//       and ±10 %, by kind (kernel models vs CNNs), and the split-half agreement inside each run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "common/hash.h"
+#include "common/io.h"
+#include "nnmeter/profiling.h"
+#include "nnmeter/registry.h"
+
+using namespace nnmeter;
+
+namespace {
+
+int measure(const fs::path& out, int repeats, const fs::path& config_file, const std::vector<fs::path>& dirs) {
+  std::vector<ProfileJob> jobs;
+  for (const auto& dir : dirs)
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().extension() == ".onnx") jobs.push_back({e.path().stem().string(), e.path(), {}});
+  std::sort(jobs.begin(), jobs.end(), [](const ProfileJob& a, const ProfileJob& b) { return a.id < b.id; });
+  ProfilerOptions options;
+  options.backend = "onednn_cpu";
+  options.backend_config = io::load_yaml_file(config_file);
+  options.backend_config["REPEATS"] = repeats;
+  options.registry_home = Registry::default_home();
+  options.work_dir = out.parent_path() / (out.stem().string() + "_converted");
+  options.label = "repeatability";
+  options.seed = fnv1a(out.filename().string());
+  const auto outcomes = profile_models(jobs, options, out.parent_path() / (out.stem().string() + "_journal.jsonl"),
+                                       out.parent_path() / (out.stem().string() + "_errors.log"));
+  Json doc = Json::object();
+  for (const auto& [id, o] : outcomes)
+    doc[id] = {{"ok", o.ok}, {"repeats_ms", o.repeats_ms}, {"repeat_times", o.repeat_times}, {"error", o.error}};
+  io::save_json_file(out, doc);
+  return 0;
+}
+
+bool is_kernel(const std::string& id) { return id.find("_prior_") != std::string::npos; }
+
+struct Tally {
+  size_t n = 0, in5 = 0, in10 = 0;
+  std::vector<double> deviations;
+  void add(double a, double b) {
+    const double d = std::abs(a - b) / std::min(a, b);
+    ++n;
+    in5 += d <= 0.05;
+    in10 += d <= 0.10;
+    deviations.push_back(d);
+  }
+  std::string str() const {
+    if (n == 0) return "-";
+    return fmt::format("{:5.1f}% / {:5.1f}% (median dev {:.1f}%)", 100.0 * in5 / n, 100.0 * in10 / n,
+                       100 * LatencyStats::from_samples(deviations).median);
+  }
+};
+
+int compare(const fs::path& a_file, const fs::path& b_file, int k) {
+  const Json a = io::load_json_file(a_file), b = io::load_json_file(b_file);
+  std::map<std::string, Tally> old_p, min_p, median_p, half_a, half_b;
+  for (const auto& [id, ra] : a.items()) {
+    if (!b.contains(id) || !ra["ok"].get<bool>() || !b[id]["ok"].get<bool>()) continue;
+    const auto x = ra["repeats_ms"].get<std::vector<double>>(), y = b[id]["repeats_ms"].get<std::vector<double>>();
+    if (x.size() < 2 || y.size() < 2) continue;
+    const size_t use = k > 0 ? static_cast<size_t>(k) : std::min(x.size(), y.size()) - 1;
+    if (x.size() < use + 1 || y.size() < use + 1) continue;
+    const std::vector<double> xs(x.begin() + 1, x.begin() + 1 + static_cast<long>(use)),
+        ys(y.begin() + 1, y.begin() + 1 + static_cast<long>(use));
+    for (const std::string& kind : {std::string(is_kernel(id) ? "kernel models" : "CNNs"), std::string("all")}) {
+      old_p[kind].add(x[0], y[0]);
+      min_p[kind].add(repeat_label(xs, RepeatStatistic::min), repeat_label(ys, RepeatStatistic::min));
+      median_p[kind].add(repeat_label(xs, RepeatStatistic::median), repeat_label(ys, RepeatStatistic::median));
+      std::vector<double> h0, h1;
+      for (size_t i = 0; i < x.size(); ++i) (i % 2 ? h1 : h0).push_back(x[i]);
+      half_a[kind].add(repeat_label(h0, RepeatStatistic::min), repeat_label(h1, RepeatStatistic::min));
+      h0.clear(), h1.clear();
+      for (size_t i = 0; i < y.size(); ++i) (i % 2 ? h1 : h0).push_back(y[i]);
+      half_b[kind].add(repeat_label(h0, RepeatStatistic::min), repeat_label(h1, RepeatStatistic::min));
+    }
+  }
+  fmt::print("| models | n | old: one process, run A vs B (±5 % / ±10 %) | new: min of {0} repeats, A vs B | median of {0} "
+             "repeats, A vs B | split-half (min) inside A | inside B |\n|---|---|---|---|---|---|---|\n",
+             k > 0 ? std::to_string(k) : std::string("R-1"));
+  for (const std::string kind : {"kernel models", "CNNs", "all"})
+    fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", kind, old_p[kind].n, old_p[kind].str(), min_p[kind].str(),
+               median_p[kind].str(), half_a[kind].str(), half_b[kind].str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::vector<std::string> args(argv + 1, argv + argc);
+    if (args.size() >= 5 && args[0] == "measure")
+      return measure(args[1], std::stoi(args[2]), args[3], std::vector<fs::path>(args.begin() + 4, args.end()));
+    if (args.size() >= 3 && args[0] == "compare") return compare(args[1], args[2], args.size() > 3 ? std::stoi(args[3]) : 0);
+    std::cerr << "usage: repeatability_bench measure OUT.json REPEATS CONFIG.yaml MODEL_DIR... | compare A.json B.json [K]\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,84 @@
+// nn-meter evaluate: a predictor's accuracy on real models against measurements by the repeat protocol,
+// next to the measurements' own repeatability; terminal table, --json, CSV and an HTML report.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+#include "common/io.h"
+#include "nnmeter/evaluate.h"
+
+namespace nnmeter::cli {
+
+namespace {
+
+struct EvaluateArgs {
+  std::string predictor, version, backend, config, work_dir = "nn-meter-evaluate", report;
+  std::vector<std::string> onnx;
+  int repeats = 0;
+  double timeout_s = 300;
+  uint64_t seed = 1;
+};
+
+void run_evaluate(Context& ctx, const EvaluateArgs& a) {
+  EvaluateSettings s;
+  s.predictor = a.predictor;
+  s.predictor_version = a.version;
+  s.backend = a.backend;
+  if (!a.config.empty()) {
+    s.backend_config = io::load_yaml_file(a.config);
+    if (s.backend_config.is_null()) s.backend_config = Json::object();
+    if (!s.backend_config.is_object()) throw Error("--config " + a.config + " must be a mapping of backend config keys");
+  }
+  if (a.repeats > 0) s.backend_config["REPEATS"] = a.repeats;
+  for (const auto& f : a.onnx) s.onnx.emplace_back(f);
+  s.work_dir = fs::absolute(a.work_dir);
+  s.timeout_s = a.timeout_s;
+  s.progress = !ctx.json;
+  s.seed = a.seed;
+  const EvaluateReport report = evaluate(ctx.registry, s);
+  const fs::path html = a.report.empty() ? s.work_dir / "report.html" : fs::absolute(a.report);
+  io::write_file_atomic(html, report.to_html());
+  if (ctx.json) {
+    Json out = report.to_json();
+    out["files"] = {{"report", html.string()},
+                    {"json", (s.work_dir / "results.json").string()},
+                    {"csv", (s.work_dir / "results.csv").string()}};
+    std::cout << out.dump(2) << std::endl;
+    return;
+  }
+  std::string table = report.to_table();
+  for (size_t start = 0; start < table.size();) {
+    const size_t end = table.find('\n', start);
+    print_line(table.substr(start, end - start));
+    start = end == std::string::npos ? table.size() : end + 1;
+  }
+  print_line(fmt::format("Report: {} (results also in {} and {})", html.string(), (s.work_dir / "results.csv").string(),
+                         (s.work_dir / "results.json").string()));
+}
+
+}  // namespace
+
+void add_evaluate_commands(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<EvaluateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "evaluate", "measure models with the repeat protocol, predict them, and report the predictor's accuracy next to "
+                  "the measurement's own repeatability");
+  cmd->add_option("--predictor", a->predictor, "a registered predictor name, or a predictor folder")->required();
+  cmd->add_option("--predictor-version", a->version, "predictor version; default: the latest registered");
+  cmd->add_option("--backend", a->backend, "backend to measure on; default: the one the predictor was built for");
+  cmd->add_option("--onnx", a->onnx, "an ONNX model or a folder of *.onnx models; repeatable")->required();
+  cmd->add_option("--repeats", a->repeats, "independent repeats per model, each in a fresh process (REPEATS)");
+  cmd->add_option("--config", a->config,
+                  "backend_config.yaml whose keys override the config the predictor was built with");
+  cmd->add_option("--work-dir", a->work_dir,
+                  "journal, converted models and results; rerun with the same folder to resume")
+      ->capture_default_str();
+  cmd->add_option("--report", a->report, "the HTML report; default: <work-dir>/report.html");
+  cmd->add_option("--timeout", a->timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
+  cmd->add_option("--seed", a->seed, "seed of the shuffled measuring order")->capture_default_str();
+  cmd->callback([&ctx, a] { run_evaluate(ctx, *a); });
+}
+
+}  // namespace nnmeter::cli

@@ -1,0 +1,119 @@
+#include "nnmeter/protocol.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace nnmeter {
+
+namespace {
+
+constexpr int kMaxRepeats = 100;
+
+}  // namespace
+
+const std::vector<BackendParam>& protocol_params() {
+  using T = BackendParam::Type;
+  static const std::vector<BackendParam> params = {
+      {"REPEATS", T::Int, 5,
+       "Independent repeats of every measurement, each in a fresh worker process (the latency level is set per "
+       "process; one process's rounds agree with each other but not with the next process)"},
+      {"REPEAT_STATISTIC", T::String, "min",
+       "The latency recorded from the repeats: min, median or mean (the minimum repeats best between runs)"},
+      {"DRIFT_PROBE_EVERY", T::Int, 0,
+       "Measure the drift probes (fixed models) at the start and after every this many measurements, to report "
+       "slow drift of the device over a long run; 0: no probes"}};
+  return params;
+}
+
+bool is_protocol_key(const std::string& key) {
+  const auto& params = protocol_params();
+  return std::any_of(params.begin(), params.end(), [&](const BackendParam& p) { return p.name == key; });
+}
+
+Json backend_only(const Json& config) {
+  if (!config.is_object()) return config;
+  Json out = Json::object();
+  for (const auto& [key, value] : config.items())
+    if (!is_protocol_key(key)) out[key] = value;
+  return out;
+}
+
+const char* to_string(RepeatStatistic statistic) {
+  switch (statistic) {
+    case RepeatStatistic::min:
+      return "min";
+    case RepeatStatistic::median:
+      return "median";
+    case RepeatStatistic::mean:
+      return "mean";
+  }
+  return "min";
+}
+
+MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const std::string& where) {
+  MeasurementProtocol p;
+  if (!config.is_object()) return p;
+  auto integer = [&](const char* key, int fallback, int lo, int hi) {
+    if (!config.contains(key) || config[key].is_null()) return fallback;
+    const Json& v = config[key];
+    if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi)
+      throw Error(fmt::format("{}: {} must be an integer from {} to {}, got {}", where, key, lo, hi, v.dump()));
+    return v.get<int>();
+  };
+  p.repeats = integer("REPEATS", p.repeats, 1, kMaxRepeats);
+  p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, 1000000);
+  if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
+    const Json& v = config["REPEAT_STATISTIC"];
+    const std::string s = v.is_string() ? v.get<std::string>() : "";
+    if (s == "min") p.statistic = RepeatStatistic::min;
+    else if (s == "median") p.statistic = RepeatStatistic::median;
+    else if (s == "mean") p.statistic = RepeatStatistic::mean;
+    else throw Error(fmt::format("{}: REPEAT_STATISTIC must be min, median or mean, got {}", where, v.dump()));
+  }
+  return p;
+}
+
+double repeat_label(const std::vector<double>& repeats_ms, RepeatStatistic statistic) {
+  if (repeats_ms.empty()) return 0;
+  switch (statistic) {
+    case RepeatStatistic::min:
+      return *std::min_element(repeats_ms.begin(), repeats_ms.end());
+    case RepeatStatistic::median:
+      return LatencyStats::from_samples(repeats_ms).median;
+    case RepeatStatistic::mean:
+      return std::accumulate(repeats_ms.begin(), repeats_ms.end(), 0.0) / static_cast<double>(repeats_ms.size());
+  }
+  return 0;
+}
+
+Json RepeatAgreement::to_json() const {
+  return {{"samples", samples}, {"within5", within5}, {"within10", within10}, {"median_deviation", median_deviation}};
+}
+
+RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& repeats_per_sample, RepeatStatistic statistic) {
+  RepeatAgreement out;
+  std::vector<double> deviations;
+  for (const auto& repeats : repeats_per_sample) {
+    if (repeats.size() < 2) continue;
+    std::vector<double> halves[2];
+    for (size_t i = 0; i < repeats.size(); ++i) halves[i % 2].push_back(repeats[i]);
+    const double a = repeat_label(halves[0], statistic), b = repeat_label(halves[1], statistic);
+    if (!(std::min(a, b) > 0)) continue;
+    deviations.push_back(std::abs(a - b) / std::min(a, b));
+  }
+  out.samples = deviations.size();
+  if (deviations.empty()) return out;
+  const auto share = [&](double limit) {
+    return static_cast<double>(std::count_if(deviations.begin(), deviations.end(), [&](double d) { return d <= limit; })) /
+           static_cast<double>(deviations.size());
+  };
+  out.within5 = share(0.05);
+  out.within10 = share(0.10);
+  out.median_deviation = LatencyStats::from_samples(deviations).median;
+  return out;
+}
+
+}  // namespace nnmeter

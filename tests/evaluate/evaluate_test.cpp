@@ -1,0 +1,179 @@
+// nn-meter evaluate through the real binary: real predictions against real onednn_cpu measurements by the
+// repeat protocol, every output (table, --json, CSV, HTML), resume without measuring a repeat twice,
+// models that fail to predict, bad input; and the HTML report as Chromium renders it.
+#include <cctype>
+#include <fstream>
+
+#include "backends/model_zoo.h"
+#include "nnmeter/evaluate.h"
+#include "prediction/prediction_fixtures.h"
+
+namespace nnmeter::test {
+namespace {
+
+const char* kQuick = "NUM_THREADS: 1\nWARMUP_RUNS: 0\nNUM_RUNS: 2\nNUM_ROUNDS: 1\nMIN_TIME_MS: 0\nMAX_RETRIES: 0\n";
+
+class EvaluateCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new TempDir();
+    make_predictor_folder(predictor(), {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu"},
+                          rules_json({"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu"}));
+    fs::create_directories(*root_ / "models");
+    write_text(models() / "mobilenet_v2_r32_w1.0.onnx", zoo::build("mobilenet_v2", 32).model.SerializeAsString());
+    write_text(models() / "resnet18_r32.onnx", zoo::build("resnet18", 32).model.SerializeAsString());
+    write_text(models() / "zz_broken.onnx", "not an onnx model");
+    write_text(quick(), kQuick);
+  }
+  static void TearDownTestSuite() { delete root_; }
+  static fs::path predictor() { return *root_ / "tiny_cpu"; }
+  static fs::path models() { return *root_ / "models"; }
+  static fs::path quick() { return *root_ / "quick.yaml"; }
+  static fs::path home() { return *root_ / "home"; }
+
+  CliResult evaluate(const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"evaluate", "--predictor", predictor().string(), "--onnx", models().string(),
+                                     "--config", quick().string(), "--work-dir", (work / "eval").string()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  }
+
+  static TempDir* root_;
+  TempDir work;
+};
+TempDir* EvaluateCli::root_ = nullptr;
+
+TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
+  const CliResult r = evaluate({"--repeats", "2", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_EQ(doc["predictor"], "tiny_cpu");
+  EXPECT_EQ(doc["backend"], "onednn_cpu");
+  EXPECT_EQ(doc["protocol"]["repeats"], 2);
+  EXPECT_EQ(doc["summary"]["models"], 2);
+  ASSERT_EQ(doc["models"].size(), 3u);
+  std::map<std::string, Json> by_name;
+  for (const auto& m : doc["models"]) by_name[m["model"].get<std::string>()] = m;
+  for (const std::string name : {"mobilenet_v2_r32_w1.0", "resnet18_r32"}) {
+    const Json& m = by_name.at(name);
+    ASSERT_EQ(m["repeats_ms"].size(), 2u) << m.dump();
+    // The label is the minimum of the repeats; the error is the prediction against it.
+    const double measured = m["measured_ms"].get<double>();
+    EXPECT_DOUBLE_EQ(measured, std::min(m["repeats_ms"][0].get<double>(), m["repeats_ms"][1].get<double>()));
+    EXPECT_NEAR(m["error"].get<double>(), m["predicted_ms"].get<double>() / measured - 1, 1e-12);
+  }
+  EXPECT_EQ(by_name.at("mobilenet_v2_r32_w1.0")["family"], "mobilenet_v2");
+  EXPECT_EQ(by_name.at("resnet18_r32")["family"], "resnet18");
+  EXPECT_TRUE(contains(by_name.at("zz_broken")["failure"].get<std::string>(), "prediction failed")) << r.out;
+  EXPECT_TRUE(by_name.at("zz_broken")["measured_ms"].is_null());
+  EXPECT_EQ(doc["summary"]["repeatability"]["samples"], 2);
+  EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 4u);  // the broken model is never measured
+  EXPECT_EQ(count_lines(work / "eval" / "results.csv"), 4u);
+  EXPECT_TRUE(contains(read_text(work / "eval" / "report.html"), "<svg"));
+
+  // A rerun measures nothing again and gives the same measurements; more repeats add only the missing ones.
+  const CliResult again = evaluate({"--repeats", "2", "--json"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 4u);
+  EXPECT_EQ(Json::parse(again.out)["models"][0]["repeats_ms"], doc["models"][0]["repeats_ms"]);
+  const CliResult more = evaluate({"--repeats", "3"});
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 6u);
+  // The terminal table: one row per model, the failure in words, the summary next to the repeatability.
+  EXPECT_TRUE(contains(more.out, "(nn-Meter) resnet18_r32 ")) << more.out;
+  EXPECT_TRUE(contains(more.out, "zz_broken")) << more.out;
+  EXPECT_TRUE(contains(more.out, "2 of 3 models scored: RMSPE ")) << more.out;
+  EXPECT_TRUE(contains(more.out, "measurement repeatability (two halves of 3 repeats, min each)")) << more.out;
+  EXPECT_TRUE(contains(more.out, "Report: " + (work / "eval" / "report.html").string())) << more.out;
+}
+
+TEST_F(EvaluateCli, BadInputIsOneLine) {
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"evaluate", "--predictor", "ghost", "--onnx", models().string()}, "ghost"},
+           {{"evaluate", "--predictor", predictor().string(), "--onnx", (work / "none").string()}, "does not exist"},
+           {{"evaluate", "--predictor", predictor().string(), "--onnx", models().string(), "--repeats", "1000"},
+            "REPEATS must be an integer from 1 to 100"},
+           {{"evaluate", "--predictor", predictor().string(), "--onnx", models().string(), "--backend", "nope"},
+            "unknown backend 'nope'"}}) {
+    const CliResult r = run_cli(args, home());
+    EXPECT_NE(r.exit_code, 0) << r.out;
+    EXPECT_TRUE(contains(r.err, expected)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(EvaluateFamily, StripsResolutionAndWidth) {
+  EXPECT_EQ(model_family("mobilenet_v2_r224_w1.0"), "mobilenet_v2");
+  EXPECT_EQ(model_family("resnet18_r160"), "resnet18");
+  EXPECT_EQ(model_family("efficientnet_b0_w0.5"), "efficientnet_b0");
+  EXPECT_EQ(model_family("custom"), "custom");
+}
+
+// The report is judged as a person sees it: Chromium prints it to PDF and the PDF's text is read back.
+TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
+  const CliResult which = run_program({"/bin/sh", "-c", "command -v chromium && command -v pdftotext"});
+  if (which.exit_code != 0) GTEST_SKIP() << "chromium or pdftotext is not installed (scripts/install-deps.sh installs both)";
+  EvaluateReport report;
+  report.predictor = "demo_predictor";
+  report.backend = "onednn_cpu";
+  report.protocol.repeats = 4;
+  const double t0 = 1.7e9;
+  for (const auto& [name, predicted, measured] : std::vector<std::tuple<std::string, double, double>>{
+           {"mobilenet_v2_r224_w1.0", 9.5, 9.0}, {"resnet18_r224", 30.0, 24.0}, {"resnet18_r160", 15.0, 14.8}}) {
+    ModelEvaluation m;
+    m.name = name;
+    m.family = model_family(name);
+    m.predicted_ms = predicted;
+    m.measured_ms = measured;
+    m.repeats_ms = {measured, measured * 1.03, measured * 1.01, measured * 1.2};
+    m.repeat_times = {t0, t0 + 60, t0 + 120, t0 + 180};
+    m.split_half_deviation = 0.01;
+    report.models.push_back(m);
+  }
+  ModelEvaluation failed;
+  failed.name = "odd_model";
+  failed.family = "odd_model";
+  failed.error = "prediction failed: Loop is not supported";
+  report.models.push_back(failed);
+  std::vector<const ModelEvaluation*> all;
+  for (const auto& m : report.models) all.push_back(&m);
+  report.summary = summarize(all, RepeatStatistic::min);
+  report.by_family["resnet18"] = summarize({&report.models[1], &report.models[2]}, RepeatStatistic::min);
+  report.by_family["mobilenet_v2"] = summarize({&report.models[0]}, RepeatStatistic::min);
+
+  TempDir tmp;
+  write_text(tmp / "report.html", report.to_html());
+  const CliResult pdf = run_program({"chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-pdf-header-footer",
+                                     "--user-data-dir=" + (tmp / "profile").string(),
+                                     "--print-to-pdf=" + (tmp / "report.pdf").string(), "file://" + (tmp / "report.html").string()});
+  ASSERT_TRUE(fs::exists(tmp / "report.pdf")) << pdf.err;
+  const CliResult text = run_program({"pdftotext", (tmp / "report.pdf").string(), "-"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  // Words as shown, whatever the line breaks of the layout.
+  std::string shown;
+  for (char c : text.out)
+    if (!std::isspace(static_cast<unsigned char>(c)) || (!shown.empty() && shown.back() != ' ')) shown += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
+  EXPECT_TRUE(contains(shown, "Latency predictor demo_predictor on onednn_cpu")) << shown;
+  // 1 of 3 scored models is off by more than 10 % (resnet18_r224, +25 %).
+  EXPECT_TRUE(contains(shown, "3 scored of 4 (1 not scored)")) << shown;
+  EXPECT_TRUE(contains(shown, "within ±10% 66.7%")) << shown;
+  EXPECT_TRUE(contains(shown, "Predicted versus measured")) << shown;
+  EXPECT_TRUE(contains(shown, "measured latency (ms)")) << shown;  // the scatter's axis, drawn as SVG text
+  EXPECT_TRUE(contains(shown, "Error by model family")) << shown;
+  EXPECT_TRUE(contains(shown, "RMSPE")) << shown;
+  EXPECT_TRUE(contains(shown, "minutes since the first measurement")) << shown;  // the drift chart
+  EXPECT_TRUE(contains(shown, "Loop is not supported")) << shown;
+  EXPECT_TRUE(contains(shown, "+25.0%")) << shown;
+  const std::string html = read_text(tmp / "report.html");
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  // No external resource: the only URL is the SVG namespace.
+  const auto occurrences = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = html.find(needle); at != std::string::npos; at = html.find(needle, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(occurrences("http"), occurrences("http://www.w3.org/2000/svg"));
+}
+
+}  // namespace
+}  // namespace nnmeter::test

@@ -1,0 +1,67 @@
+// The measurement protocol's keys, the label of a sample's repeats and the split-half repeatability.
+#include <gtest/gtest.h>
+
+#include "nnmeter/protocol.h"
+
+namespace nnmeter {
+namespace {
+
+std::vector<BackendParam> own_params() { return {{"NUM_RUNS", BackendParam::Type::Int, 10, "runs"}}; }
+
+TEST(Protocol, KeysAreEveryBackendsAndNeverReachTheBackend) {
+  const Json resolved = resolve_backend_config(own_params(), Json{{"REPEATS", 3}}, "cfg.yaml");
+  EXPECT_EQ(resolved["REPEATS"], 3);
+  EXPECT_EQ(resolved["REPEAT_STATISTIC"], "min");
+  EXPECT_EQ(resolved["NUM_RUNS"], 10);
+  EXPECT_EQ(backend_only(resolved), (Json{{"NUM_RUNS", 10}}));
+  // A plugin that declares nothing still gets its own keys as written, and the protocol's defaults.
+  const Json plain = resolve_backend_config({}, Json{{"ANYTHING", 1}}, "cfg.yaml");
+  EXPECT_EQ(plain["ANYTHING"], 1);
+  EXPECT_EQ(plain["REPEATS"], 5);
+  EXPECT_EQ(backend_only(plain), (Json{{"ANYTHING", 1}}));
+  const std::string yaml = default_backend_config_yaml(own_params());
+  EXPECT_NE(yaml.find("\nREPEATS: 5\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\nREPEAT_STATISTIC: min\n"), std::string::npos) << yaml;
+}
+
+TEST(Protocol, BadValuesAreOneLineErrorsNamingTheKey) {
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {Json{{"REPEATS", 0}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got 0"},
+      {Json{{"REPEATS", 101}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got 101"},
+      {Json{{"REPEATS", 2.5}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got 2.5"},
+      {Json{{"REPEATS", "five"}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got \"five\""},
+      {Json{{"REPEAT_STATISTIC", "max"}}, "cfg.yaml: REPEAT_STATISTIC must be min, median or mean, got \"max\""},
+      {Json{{"DRIFT_PROBE_EVERY", -1}}, "cfg.yaml: DRIFT_PROBE_EVERY must be an integer from 0 to 1000000, got -1"}};
+  for (const auto& [config, message] : cases) {
+    try {
+      resolve_backend_config(own_params(), config, "cfg.yaml");
+      ADD_FAILURE() << config.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
+}
+
+TEST(Protocol, LabelIsTheChosenStatisticOfTheRepeats) {
+  const std::vector<double> r = {3.0, 1.0, 2.0, 6.0};
+  EXPECT_DOUBLE_EQ(repeat_label(r, RepeatStatistic::min), 1.0);
+  EXPECT_DOUBLE_EQ(repeat_label(r, RepeatStatistic::median), 2.5);
+  EXPECT_DOUBLE_EQ(repeat_label(r, RepeatStatistic::mean), 3.0);
+  EXPECT_DOUBLE_EQ(repeat_label({}, RepeatStatistic::min), 0.0);
+  EXPECT_EQ(MeasurementProtocol::from_config(Json{{"REPEAT_STATISTIC", "median"}}).statistic, RepeatStatistic::median);
+}
+
+TEST(Protocol, SplitHalfAgreementComparesAlternatingHalves) {
+  // Halves {r0, r2, ...} and {r1, r3, ...}: minima 1.0/1.04 (4 % apart), 1.0/1.08 (8 %), 1.0/1.2 (20 %).
+  const std::vector<std::vector<double>> repeats = {
+      {1.0, 1.04, 1.1, 1.3}, {1.0, 1.08, 1.2, 1.5}, {1.2, 1.0, 1.3, 1.25}, {5.0}};
+  const RepeatAgreement a = split_half_agreement(repeats, RepeatStatistic::min);
+  EXPECT_EQ(a.samples, 3u);  // one repeat cannot be split
+  EXPECT_NEAR(a.within5, 1.0 / 3, 1e-12);
+  EXPECT_NEAR(a.within10, 2.0 / 3, 1e-12);
+  EXPECT_NEAR(a.median_deviation, 0.08, 1e-12);
+  EXPECT_EQ(split_half_agreement({}, RepeatStatistic::min).samples, 0u);
+}
+
+}  // namespace
+}  // namespace nnmeter
