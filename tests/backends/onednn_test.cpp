@@ -396,6 +396,26 @@ TEST(OneDnnBackend, KernelCountComesFromThePlan) {
   EXPECT_EQ(backend->kernel_count({dir / "dw.onnx"}), std::nullopt) << "no plan: the backend cannot tell";
 }
 
+// Model names with dots (widths: "_w1.4" next to "_w1") keep their own converted files.
+TEST(OneDnnBackend, ConvertedFileNamesKeepDotsOfTheModelName) {
+  test::TempDir dir;
+  auto backend = make_backend(Json::object());
+  std::vector<std::vector<fs::path>> converted;
+  for (const int channels : {8, 16}) {
+    Builder b("m", 13, 5);
+    const auto x = b.input("x", {1, channels, 8, 8});
+    io::write_file_atomic(dir / "m.onnx", one_output(b, b.relu(x)).SerializeAsString());
+    converted.push_back(backend->to_backend(dir / "m.onnx", dir / "work", channels == 8 ? "net_w1" : "net_w1.4"));
+  }
+  EXPECT_EQ(converted[0][0].filename(), "net_w1.onnx");
+  EXPECT_EQ(converted[1][0].filename(), "net_w1.4.onnx");
+  EXPECT_EQ(converted[1][1].filename(), "net_w1.4.plan.json");
+  const auto wrapper = backend->build_wrapper(converted[0]);
+  const auto out = wrapper->forward({Tensor{"x", {1, 8, 8, 8}, std::vector<float>(512, 1.f)}});
+  EXPECT_EQ(out.at(0).shape, (Shape{1, 8, 8, 8})) << "the w1 files were overwritten by the w1.4 model";
+  EXPECT_EQ(backend->to_backend(dir / "m.onnx", dir / "work", "plain.onnx")[0].filename(), "plain.onnx");
+}
+
 // A kernel model is profiled as it runs inside a network: the timed pipeline has no reorder of the NCHW
 // graph input into the conv's layout nor of its output back, while forward() still returns plain NCHW.
 TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {

@@ -62,7 +62,10 @@ class OneDnnBackend : public Backend {
 
   std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
                                    const std::string& file_name) override {
-    const std::string stem = file_name.empty() ? onnx_path.stem().string() : fs::path(file_name).stem().string();
+    // Only a ".onnx" suffix is cut from a given name: "mobilenet_v2_r224_w1.4" must not become "..._w1" and
+    // overwrite the files of "mobilenet_v2_r224_w1".
+    std::string stem = file_name.empty() ? onnx_path.stem().string() : fs::path(file_name).filename().string();
+    if (!file_name.empty() && stem.size() > 5 && stem.ends_with(".onnx")) stem.resize(stem.size() - 5);
     Graph graph = load_graph(onnx_path);
     const std::string folded = folded_model(graph).SerializeAsString();
     Engine engine(std::move(graph), engine_options(config_));  // compiling proves every node is supported

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Model-level accuracy under the repeat protocol: build kernel predictors for onednn_cpu with every sample
+# measured in 5 independent repeats (one shuffled order across all kernels, drift probes), then
+# `nn-meter evaluate` on 60 CNN variants (all families, widths x resolutions) measured by the same protocol,
+# reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
+# Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
+# OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
+# Usage: bench/run_accuracy_bench.sh [OUT] [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="$(realpath -m "${1:-accuracy-bench-output}")"
+build="${2:-build}"
+cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/null
+mkdir -p "$out/bin"
+cp "$build/nn-meter" "$build/bench/prediction_bench" "$out/bin/"
+nnm="$out/bin/nn-meter"
+export NN_METER_HOME="$out/home"
+export NN_METER_WORKER="$nnm"
+ws="$out/ws"
+[ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
+cat > "$ws/configs/backend_config.yaml" <<'YAML'
+NUM_THREADS: 1
+WARMUP_RUNS: 5
+NUM_RUNS: 10
+NUM_ROUNDS: 2
+MIN_TIME_MS: 10
+REPEATS: 5
+REPEAT_STATISTIC: min
+DRIFT_PROBE_EVERY: 500
+YAML
+cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
+DETAIL: FALSE
+IMPLEMENT: onnx
+BATCH_SIZE: 1
+KERNELS:
+  conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  dwconv-bn-relu: {INIT_SAMPLE_NUM: 150, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  fc:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  maxpool:        {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  avgpool:        {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  global-avgpool: {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  se:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  hswish:         {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  swish:          {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  relu:           {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  add:            {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  addrelu:        {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  bnrelu:         {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  bn:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  concat:         {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  split:          {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  channelshuffle: {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+YAML
+/usr/bin/time -f "%e s elapsed, %M KB peak" -o "$out/build.time" "$nnm" build --workspace "$ws" --backend onednn_cpu \
+  --predictor-name onednn_cpu_repeats --regressor gbdt | tee "$out/build.log"
+cat "$out/build.time"
+[ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+/usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate --predictor "$ws/predictor_build/predictor" \
+  --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html" | tee "$out/evaluate.txt"
+cat "$out/evaluate.time"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Does a fusion decision repeat from run to run? Three separate `nn-meter ruletest` runs on onednn_cpu, each
+# in its own workspace (nothing shared, nothing resumed), with the repeat protocol; prints the rule table
+# side by side (bench/RESULTS-accuracy.md quotes one).
+# Usage: bench/run_ruletest_repeat.sh [OUT] [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="$(realpath -m "${1:-ruletest-repeat-output}")"
+build="${2:-build}"
+cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
+mkdir -p "$out/bin"
+cp "$build/nn-meter" "$out/bin/"
+export NN_METER_HOME="$out/home"
+export NN_METER_WORKER="$out/bin/nn-meter"
+for run in 1 2 3; do
+  ws="$out/ws$run"
+  [ -d "$ws/configs" ] || "$out/bin/nn-meter" create --workspace "$ws" --backend onednn_cpu >/dev/null
+  cat > "$ws/configs/backend_config.yaml" <<'YAML'
+NUM_THREADS: 1
+WARMUP_RUNS: 5
+NUM_RUNS: 10
+NUM_ROUNDS: 2
+MIN_TIME_MS: 10
+REPEATS: 5
+YAML
+  /usr/bin/time -f "%e" -o "$out/run$run.time" "$out/bin/nn-meter" ruletest --workspace "$ws" --backend onednn_cpu \
+    > "$out/run$run.txt"
+done
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+runs = [json.load(open(f"{out}/ws{i}/fusion_rule_test/results/detected_fusion_rule.json")) for i in (1, 2, 3)]
+def word(rule):
+    o = rule.get("obey")
+    return "undecided" if o is None else ("fused" if o else "not fused")
+names = sorted(runs[0])
+same = sum(1 for n in names if len({word(r.get(n, {})) for r in runs}) == 1)
+print(f"| rule | run 1 | run 2 | run 3 |\n|---|---|---|---|")
+for n in names:
+    words = [word(r.get(n, {})) for r in runs]
+    mark = "" if len(set(words)) == 1 else " **differs**"
+    print(f"| {n}{mark} | " + " | ".join(words) + " |")
+times = [open(f"{out}/run{i}.time").read().strip() for i in (1, 2, 3)]
+print(f"\n{same} of {len(names)} rules decided the same in all three runs; run times {', '.join(t + ' s' for t in times)}")
+PY
