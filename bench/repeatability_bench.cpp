@@ -94,6 +94,24 @@ int compare(const fs::path& a_file, const fs::path& b_file, int k) {
   for (const std::string kind : {"kernel models", "CNNs", "all"})
     fmt::print("| {} | {} | {} | {} | {} | {} | {} |\n", kind, old_p[kind].n, old_p[kind].str(), min_p[kind].str(),
                median_p[kind].str(), half_a[kind].str(), half_b[kind].str());
+
+  // How many repeats the label needs: run A against run B with the first K repeats after the first one.
+  fmt::print("\n| repeats K | min of K, A vs B (±5 % / ±10 %) | median of K | mean of K |\n|---|---|---|---|\n");
+  for (size_t k_used = 1;; ++k_used) {
+    Tally by_min, by_median, by_mean;
+    for (const auto& [id, ra] : a.items()) {
+      if (!b.contains(id) || !ra["ok"].get<bool>() || !b[id]["ok"].get<bool>()) continue;
+      const auto x = ra["repeats_ms"].get<std::vector<double>>(), y = b[id]["repeats_ms"].get<std::vector<double>>();
+      if (x.size() < k_used + 1 || y.size() < k_used + 1) continue;
+      const std::vector<double> xs(x.begin() + 1, x.begin() + 1 + static_cast<long>(k_used)),
+          ys(y.begin() + 1, y.begin() + 1 + static_cast<long>(k_used));
+      by_min.add(repeat_label(xs, RepeatStatistic::min), repeat_label(ys, RepeatStatistic::min));
+      by_median.add(repeat_label(xs, RepeatStatistic::median), repeat_label(ys, RepeatStatistic::median));
+      by_mean.add(repeat_label(xs, RepeatStatistic::mean), repeat_label(ys, RepeatStatistic::mean));
+    }
+    if (by_min.n == 0) break;
+    fmt::print("| {} | {} | {} | {} |\n", k_used, by_min.str(), by_median.str(), by_mean.str());
+  }
   return 0;
 }
 

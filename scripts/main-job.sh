@@ -82,5 +82,4 @@ step predict --predictor onednn_cpu_demo --onnx "$out/models"
 step predict --predictor onednn_cpu_demo --onnx "$out/models/mobilenet_v2.onnx" --verbose
 step get_ir --onnx "$out/models/mobilenet_v2.onnx"
 step benchmark --backend onednn_cpu --onnx "$out/models/mobilenet_v2.onnx" --threads 1 --repeats 5
-step evaluate --predictor onednn_cpu_demo --onnx "$out/models" --config "$ws/configs/backend_config.yaml" \
-  --work-dir "$out/evaluate" --report "$out/report.html"
+step evaluate --predictor onednn_cpu_demo --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html"

@@ -96,9 +96,9 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
   report.backend = settings.backend.empty() ? built_for.backend : settings.backend;
   if (report.backend.empty()) throw Error("the predictor names no backend: give --backend");
   const BackendInfo backend = find_backend(registry, report.backend);
-  // Measured as the predictor's training data was, unless told otherwise.
-  Json config = report.backend == built_for.backend ? backend_only(built_for.backend_config) : Json::object();
-  if (config.is_null()) config = Json::object();
+  // Measured as the predictor's training data was (backend settings and protocol), unless told otherwise.
+  Json config = report.backend == built_for.backend && built_for.backend_config.is_object() ? built_for.backend_config
+                                                                                          : Json::object();
   for (const auto& [key, value] : settings.backend_config.items()) config[key] = value;
   report.backend_config = resolve_backend_config(backend.params, config, "evaluate's backend config");
   report.protocol = MeasurementProtocol::from_config(report.backend_config);

@@ -1,14 +1,13 @@
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
-#include <random>
 #include <optional>
+#include <random>
 #include <set>
 
 #include "common/progress.h"

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/io.h"
+#include "nnmeter/latency.h"
 #include "support/test_support.h"
 
 extern char** environ;
@@ -46,10 +47,18 @@ TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
     EXPECT_EQ(id.size(), 6u);
     EXPECT_TRUE(contains(entry["latency"].get<std::string>(), " +- ")) << entry.dump();
     EXPECT_TRUE(entry.contains("config")) << "DETAIL: TRUE keeps the config";
+    // The label is the minimum of the two repeats, which are kept next to it.
+    ASSERT_EQ(entry["repeats_ms"].size(), 2u) << entry.dump();
+    const auto repeats = entry["repeats_ms"].get<std::vector<double>>();
+    EXPECT_NEAR(Latency::parse(entry["latency"].get<std::string>()).avg, std::min(repeats[0], repeats[1]),
+                1e-5 * repeats[0]);  // "avg +- std" keeps 6 significant digits
   }
   const Json accuracy = io::load_json_file(results / "accuracy.json");
   ASSERT_EQ(accuracy.size(), 1u);
   EXPECT_EQ(accuracy[0]["kernel"], "relu");
+  // The kernel's accuracy stands next to the measurement's own repeatability, in the table and the file.
+  EXPECT_GE(accuracy[0]["repeatability"]["samples"].get<int>(), 30);
+  EXPECT_TRUE(contains(built.out, "repeat5  repeat10")) << built.out;
   const fs::path predictor = ws / "predictor_build" / "predictor";
   EXPECT_TRUE(fs::exists(predictor / "relu.json"));
   EXPECT_TRUE(fs::exists(predictor / "predictor.json"));
@@ -75,6 +84,38 @@ TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
   EXPECT_TRUE(contains(again.out, "relu: continuing the 20 configs sampled earlier")) << again.out;
   EXPECT_EQ(count_lines(results / "profile_journal_relu.jsonl"), profiled) << "nothing is profiled twice";
   EXPECT_EQ(read_text(ws / "predictor_build" / "predictor" / "relu.json"), predictor) << "same data, same predictor";
+}
+
+// The kernels of one phase are profiled in one shuffled order, so a drift of the device spreads over all of
+// them; drift probes are measured at the start, along the way and at the end, and reported.
+TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp,
+                                     "  relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n"
+                                     "  add:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n");
+  write_text(ws / "configs" / "backend_config.yaml",
+             "NUM_THREADS: 1\nWARMUP_RUNS: 0\nNUM_RUNS: 2\nNUM_ROUNDS: 1\nMIN_TIME_MS: 0\nMAX_RETRIES: 0\nREPEATS: 2\n"
+             "DRIFT_PROBE_EVERY: 15\n");
+  CliResult built = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  const fs::path results = ws / "predictor_build" / "results";
+  auto times = [&](const std::string& kernel) {
+    std::vector<double> t;
+    std::istringstream lines(read_text(results / ("profile_journal_" + kernel + ".jsonl")));
+    for (std::string line; std::getline(lines, line);) t.push_back(Json::parse(line).at("t").get<double>());
+    return t;
+  };
+  const auto relu = times("relu"), add = times("add");
+  ASSERT_EQ(relu.size(), 20u);
+  ASSERT_EQ(add.size(), 20u);
+  // Interleaved: each kernel's measurements start before the other's end.
+  EXPECT_LT(relu.front(), add.back());
+  EXPECT_LT(add.front(), relu.back());
+  // 40 measurements, a probe pass every 15 and one at the end: 4 passes of two probes.
+  EXPECT_EQ(count_lines(results / "drift_probes.jsonl"), 8u);
+  EXPECT_TRUE(contains(built.out, "Drift probes over the build")) << built.out;
+  EXPECT_TRUE(contains(built.out, "probe_conv-bn-relu: ")) << built.out;
+  EXPECT_TRUE(fs::exists(ws / "predictor_build" / "probes" / "probe_dwconv-bn-relu.onnx"));
 }
 
 TEST(BuildCli, UnknownKernelInTheYamlFailsBeforeAnyWork) {
