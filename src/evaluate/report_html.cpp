@@ -236,7 +236,7 @@ std::string EvaluateReport::to_html() const {
 body {{ font-family: sans-serif; margin: 24px; color: #1f2328; }}
 table {{ border-collapse: collapse; font-size: 13px; }}
 td, th {{ border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }}
-td:first-child, th:first-child, td:nth-child(2) {{ text-align: left; }}
+td:first-child, th:first-child, td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: #9a6700; text-align: left; }}
 .summary td {{ text-align: left; }}
 </style></head><body>
