@@ -46,16 +46,19 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
                     {"json", (s.work_dir / "results.json").string()},
                     {"csv", (s.work_dir / "results.csv").string()}};
     std::cout << out.dump(2) << std::endl;
-    return;
+  } else {
+    const std::string table = report.to_table();
+    for (size_t start = 0; start < table.size();) {
+      const size_t end = table.find('\n', start);
+      print_line(table.substr(start, end - start));
+      start = end == std::string::npos ? table.size() : end + 1;
+    }
+    print_line(fmt::format("Report: {} (results also in {} and {})", html.string(), (s.work_dir / "results.csv").string(),
+                           (s.work_dir / "results.json").string()));
   }
-  std::string table = report.to_table();
-  for (size_t start = 0; start < table.size();) {
-    const size_t end = table.find('\n', start);
-    print_line(table.substr(start, end - start));
-    start = end == std::string::npos ? table.size() : end + 1;
-  }
-  print_line(fmt::format("Report: {} (results also in {} and {})", html.string(), (s.work_dir / "results.csv").string(),
-                         (s.work_dir / "results.json").string()));
+  if (report.summary.models == 0)
+    throw Error(fmt::format("none of the {} models could be both predicted and measured: see {}", report.models.size(),
+                            (s.work_dir / "results.csv").string()));
 }
 
 }  // namespace

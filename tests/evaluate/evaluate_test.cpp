@@ -102,6 +102,16 @@ TEST_F(EvaluateCli, BadInputIsOneLine) {
   }
 }
 
+TEST_F(EvaluateCli, NothingScoredIsAnErrorAfterTheReport) {
+  const CliResult r = run_cli({"evaluate", "--predictor", predictor().string(), "--onnx",
+                               (models() / "zz_broken.onnx").string(), "--work-dir", (work / "none").string()},
+                              home());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "none of the 1 models could be both predicted and measured")) << r.err;
+  EXPECT_TRUE(contains(read_text(work / "none" / "results.csv"), "zz_broken,zz_broken,,,,,,\"prediction failed"));
+  EXPECT_TRUE(fs::exists(work / "none" / "report.html"));
+}
+
 TEST(EvaluateFamily, StripsResolutionAndWidth) {
   EXPECT_EQ(model_family("mobilenet_v2_r224_w1.0"), "mobilenet_v2");
   EXPECT_EQ(model_family("resnet18_r160"), "resnet18");
