@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
 #include <memory_resource>
 #include <optional>
 #include <string_view>
@@ -28,6 +29,20 @@ void structure_copy(const onnx::ModelProto& model, onnx::ModelProto& copy);
 // Values of a small constant tensor as doubles (float, double, int32, int64, raw or typed fields);
 // nullopt when the data was elided, is external or has another type.
 std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t);
+
+// ---- onnx_checks.cpp: what a model must satisfy before any shape inference (limits in nnmeter/prediction.h)
+
+// Version of the ONNX operator set the model imports; 0 when it imports none.
+int64_t onnx_opset(const onnx::ModelProto& model);
+// A non-empty graph, a known opset, at most kMaxModelNodes nodes, attribute values ONNX's inference can
+// divide by, affordable constant and input tensors. Otherwise a one-line Error naming the node or tensor.
+void check_onnx_model(const onnx::ModelProto& model, const std::string& origin);
+// Each node against its ONNX schema (input and output counts, attribute types): ONNX's inference assumes
+// them. Only needed before ONNX's inference runs, which is rare, so kept off the common path.
+void check_node_schemas(const onnx::ModelProto& model, const std::string& origin);
+// A runtime tensor: rank <= kMaxTensorRank, every dim >= 1, at most kMaxTensorElements elements; `what`
+// names it in the Error.
+void check_tensor_shape(const Shape& s, const std::function<std::string()>& what);
 
 // ---- shapes (onnx_ir.cpp, shape_inference.cpp)
 

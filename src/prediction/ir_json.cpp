@@ -76,6 +76,7 @@ std::vector<Shape> shapes_of(const Json& attr, const std::string& key, const std
       if (!d.is_number_integer()) malformed(origin, node, "has a non-integer dim in '" + key + "'");
       shape.push_back(d.get<int64_t>());
     }
+    prediction::check_tensor_shape(shape, [&] { return fmt::format("node '{}' of {}: '{}'", node, origin, key); });
     out.push_back(prediction::nhwc_to_nchw(shape));
   }
   return out;
@@ -154,6 +155,8 @@ Json ir_to_nnmeter_json(const ModelIr& ir) {
 ModelIr ir_from_nnmeter_json(const Json& ir_json, const std::string& origin) {
   if (!ir_json.is_object() || ir_json.empty())
     throw Error(origin + " is not an nn-Meter IR: expected a JSON object of nodes (write one with nn-meter get_ir)");
+  if (ir_json.size() > kMaxModelNodes)
+    throw Error(fmt::format("{} has more than {} nodes, more than nn-meter reads", origin, kMaxModelNodes));
   std::vector<IrNode> nodes;
   std::vector<int64_t> hint;
   for (const auto& [name, j] : ir_json.items()) {

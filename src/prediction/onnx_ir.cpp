@@ -140,6 +140,7 @@ ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& orig
   g.clear_value_info();
   for (auto& o : *g.mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
   static const ShapeRegistry registry;
+  check_node_schemas(model, origin);
   const onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/1, /*enable_data_propagation=*/true};
   try {
     for (int pass = 0; pass < 64; ++pass) {
@@ -180,7 +181,8 @@ class Converter {
         constants_(scratch),
         consumed_(scratch),
         producer_(scratch),
-        names_(scratch) {}
+        names_(scratch),
+        next_suffix_(scratch) {}
 
   ModelIr run(const std::vector<int>& order) {
     ModelIr ir;
@@ -204,6 +206,7 @@ class Converter {
     const_tensors_.reserve(static_cast<size_t>(g_.initializer_size()));
     producer_.reserve(tensors);
     names_.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
+    next_suffix_.reserve(static_cast<size_t>(g_.node_size() + g_.input_size()));
   }
 
   void collect_consumed() {
@@ -219,10 +222,16 @@ class Converter {
     }
   }
 
+  // base, base_1, base_2, ...: the first free one. Each base resumes where it stopped, since names are never
+  // freed; retrying from 1 made a model of unnamed Relus quadratic (20,000 nodes: 2·10⁸ tries).
   std::string unique_name(std::string base) {
     if (base.empty()) base = "node";
-    std::string name = base;
-    for (int k = 1; !names_.emplace(name).second; ++k) name = base + "_" + std::to_string(k);
+    const auto [taken, fresh] = names_.emplace(base);
+    if (fresh) return base;
+    int64_t& k = next_suffix_.try_emplace(std::string_view(*taken), 1).first->second;
+    std::string name;
+    do name = base + "_" + std::to_string(k++);
+    while (!names_.emplace(name).second);
     return name;
   }
 
@@ -242,6 +251,7 @@ class Converter {
       n.name = unique_name(vi.name());
       n.type = "Placeholder";
       n.output_shapes.push_back(shape_of(vi.name(), vi.name(), "graph input"));
+      prediction::check_tensor_shape(n.output_shapes.back(), [&] { return fmt::format("input '{}' of {}", vi.name(), origin_); });
       producer_[vi.name()] = ir.nodes.size();
       ir.nodes.push_back(std::move(n));
     }
@@ -349,6 +359,9 @@ class Converter {
       // legitimately stay unshaped.
       if (i > 0 && !consumed_.count(out)) continue;
       n.output_shapes.push_back(shape_of(out, n.name, n.type));
+      prediction::check_tensor_shape(n.output_shapes.back(), [&] {
+        return fmt::format("output '{}' of node '{}' ({}) in {}", out, n.name, n.type, origin_);
+      });
       producer_[out] = ir.nodes.size();
     }
     for (const auto& a : node.attribute()) {
@@ -356,7 +369,22 @@ class Converter {
       if (!v.is_null()) n.attr[a.name()] = std::move(v);
     }
     add_constant_attrs(node, n.attr);
+    if (node.op_type() == "Conv") check_groups(node, n.name);
     ir.nodes.push_back(std::move(n));
+  }
+
+  // ONNX's inference does not relate group to the channel counts, and kernel configs divide by it.
+  void check_groups(const onnx::NodeProto& node, const std::string& name) const {
+    if (node.input_size() < 2) return;
+    int64_t group = 1;
+    for (const auto& a : node.attribute())
+      if (a.name() == "group") group = a.i();
+    const auto x = constant_shape(node.input(0)), w = constant_shape(node.input(1));
+    if (!x || !w || x->size() < 2 || w->size() < 2) return;
+    if (group < 1 || (*x)[1] % group != 0 || (*x)[1] / group != (*w)[1] || (*w)[0] % group != 0)
+      throw Error(fmt::format("node '{}' (Conv) of {} has group {} with {} input channels and weight [{}]: input "
+                              "channels must be group x weight dim 1, output channels a multiple of group",
+                              name, origin_, group, (*x)[1], fmt::join(*w, ",")));
   }
 
   const onnx::GraphProto& g_;
@@ -368,6 +396,7 @@ class Converter {
   std::pmr::unordered_set<std::string_view> constants_, consumed_;
   std::pmr::unordered_map<std::string_view, size_t> producer_;
   std::pmr::unordered_set<std::pmr::string> names_;
+  std::pmr::unordered_map<std::string_view, int64_t> next_suffix_;  // keys view names_ (node-based, stable)
 };
 
 ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes) {
@@ -376,10 +405,14 @@ ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const 
   initializers.reserve(static_cast<size_t>(model.graph().initializer_size()));
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
+  prediction::check_onnx_model(model, origin);
   const std::vector<int> order = prediction::topological_nodes(model.graph(), origin, &scratch);
   std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order, &scratch);
   if (!inferred) inferred = prediction::infer_shapes_with_onnx(model, origin);
-  return Converter(model, origin, *inferred, &scratch).run(order);
+  ModelIr ir = Converter(model, origin, *inferred, &scratch).run(order);
+  if (std::all_of(ir.nodes.begin(), ir.nodes.end(), [](const IrNode& n) { return n.type == "Placeholder"; }))
+    throw Error(origin + " computes nothing at run time (every node is a constant): there is no latency to predict");
+  return ir;
 }
 
 }  // namespace

@@ -175,7 +175,8 @@ void skim_model(const uint8_t* begin, size_t size, onnx::ModelProto& model) {
 class MappedFile {
  public:
   explicit MappedFile(const fs::path& path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO would otherwise wait for a writer; fstat then refuses it.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) throw Error("cannot read ONNX model " + path.string() + ": " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
@@ -183,6 +184,11 @@ class MappedFile {
       throw Error("cannot read ONNX model " + path.string() + ": not a regular file");
     }
     size_ = static_cast<size_t>(st.st_size);
+    if (size_ > kMaxModelFileBytes) {
+      ::close(fd_);
+      throw Error(path.string() + " is " + std::to_string(size_) + " bytes, more than the " +
+                  std::to_string(kMaxModelFileBytes) + " an ONNX model can be (keep large weights as external data)");
+    }
     if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
     if (p == MAP_FAILED) {

@@ -104,8 +104,10 @@ class Inference {
     if (auto v = tensor_values(t)) values_[name] = std::vector<int64_t>(v->begin(), v->end());
   }
 
+  // Shapes beyond the model limits are left to ONNX's inference, whose result the converter then refuses:
+  // bounding them here keeps every product below in range.
   void set(const onnx::NodeProto& n, Shape s, int output = 0) {
-    require(output < n.output_size());
+    require(output < n.output_size() && bounded_elements(s).has_value());
     if (!n.output(output).empty()) shapes_[n.output(output)] = std::move(s);
   }
 
@@ -173,7 +175,8 @@ class Inference {
     const Shape& in = shape(n.input(0));
     const Shape& w = shape(n.input(1));
     const int64_t group = int_attr(n, "group", 1);
-    require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] == w[1] * group && w[0] % group == 0);
+    require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] % group == 0 && in[1] / group == w[1] &&
+            w[0] % group == 0);
     const std::span<const int64_t> weight_window(w.begin() + 2, w.end());
     const auto kernel = ints_attr(n, "kernel_shape").value_or(weight_window);
     require(std::ranges::equal(kernel, weight_window));
@@ -247,6 +250,7 @@ class Inference {
       sizes.assign(static_cast<size_t>(parts), in[axis] / parts);
     }
     require(sizes.size() == static_cast<size_t>(n.output_size()));
+    require(std::all_of(sizes.begin(), sizes.end(), [&](int64_t size) { return size >= 0 && size <= in[axis]; }));
     require(std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == in[axis]);
     for (int i = 0; i < n.output_size(); ++i) {
       Shape s = in;
@@ -273,7 +277,7 @@ class Inference {
         require(!unknown);
         unknown = i;
       } else {
-        require(d >= 0);
+        require(d >= 0 && (d == 0 || known <= kMaxTensorElements / d));
         known *= d;
       }
       out.push_back(d);

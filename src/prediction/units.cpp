@@ -48,7 +48,10 @@ bool reduces_hw(const IrNode& n) {
   auto it = n.attr.find("axes");
   if (it == n.attr.end() || !it->is_array() || it->size() != 2) return false;
   std::vector<int64_t> axes;
-  for (const auto& a : *it) axes.push_back((a.get<int64_t>() + 4) % 4);
+  for (const auto& a : *it) {
+    if (!a.is_number_integer()) return false;
+    axes.push_back((a.get<int64_t>() % 4 + 4) % 4);
+  }
   std::sort(axes.begin(), axes.end());
   return axes == std::vector<int64_t>{2, 3};
 }

@@ -1,50 +1,141 @@
 #include "predictor/tree_ensemble.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+
+#include <fmt/format.h>
 
 namespace nnmeter {
 
 namespace {
 
 const Json& member(const Json& j, const char* key, const std::string& origin) {
+  if (!j.is_object()) throw Error(origin + " is not a complete XGBoost model (a mapping is expected where '" + key + "' is): rebuild the predictor");
   auto it = j.find(key);
   if (it == j.end()) throw Error(origin + " is not a complete XGBoost model (no '" + key + "'): rebuild the predictor");
   return *it;
 }
 
+// The node arrays of one tree, read without trusting their JSON types: a fraction, a string or an
+// out-of-range index is a corrupt file, never a conversion.
+struct TreeArrays {
+  std::vector<int64_t> left, right, feature, default_left, type;
+  std::vector<double> value;
+};
+
+// `key`'s list, each entry accepted by `valid` (else an Error saying it is not `what`).
+template <class T, class Valid>
+std::vector<T> entries(const Json& tree, const char* key, const std::string& where, Valid valid, const char* what) {
+  const Json& a = member(tree, key, where);
+  if (!a.is_array()) throw Error(where + ": '" + key + "' is not a list: rebuild the predictor");
+  std::vector<T> out;
+  out.reserve(a.size());
+  for (const Json& v : a) {
+    if (!valid(v)) throw Error(where + ": '" + key + "' holds " + v.dump() + ", not " + what + ": rebuild the predictor");
+    out.push_back(v.get<T>());
+  }
+  return out;
+}
+
+std::vector<int64_t> integers(const Json& tree, const char* key, const std::string& where) {
+  const auto index = [](const Json& v) {
+    return v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT32_MAX}) &&
+           v.get<int64_t>() >= INT32_MIN && v.get<int64_t>() <= INT32_MAX;
+  };
+  return entries<int64_t>(tree, key, where, index, "a node or feature index");
+}
+
+std::vector<double> finite_numbers(const Json& tree, const char* key, const std::string& where) {
+  // Evaluated as float, so a double beyond float range is as unusable as inf.
+  const auto finite = [](const Json& v) {
+    return v.is_number() && std::fabs(v.get<double>()) <= static_cast<double>(std::numeric_limits<float>::max());
+  };
+  return entries<double>(tree, key, where, finite, "a finite value");
+}
+
+TreeArrays read_tree(const Json& tree, const std::string& where) {
+  TreeArrays t{integers(tree, "left_children", where), integers(tree, "right_children", where),
+               integers(tree, "split_indices", where), integers(tree, "default_left", where),
+               integers(tree, "split_type", where),    finite_numbers(tree, "split_conditions", where)};
+  const size_t n = t.left.size();
+  if (n == 0 || t.right.size() != n || t.feature.size() != n || t.value.size() != n || t.default_left.size() != n ||
+      t.type.size() != n)
+    throw Error(where + " has node arrays of different lengths: rebuild the predictor");
+  return t;
+}
+
+// Every node reachable from the root once: children in range and stored together (right = left + 1, which
+// predict() relies on), splits on existing features, no child leading back up or shared by two parents
+// (either would make predict() loop forever or visit a subtree twice). Unreachable nodes are allowed:
+// XGBoost keeps pruned ones; they come back as false.
+std::vector<bool> check_structure(const TreeArrays& t, size_t feature_count, const std::string& where) {
+  const auto n = static_cast<int64_t>(t.left.size());
+  std::vector<bool> seen(t.left.size(), false);
+  std::vector<int64_t> stack = {0};
+  while (!stack.empty()) {
+    const int64_t i = stack.back();
+    stack.pop_back();
+    if (seen[static_cast<size_t>(i)])
+      throw Error(fmt::format("{} is not a tree: node {} is reached twice (its links form a cycle or join): rebuild the predictor", where, i));
+    seen[static_cast<size_t>(i)] = true;
+    const auto k = static_cast<size_t>(i);
+    if (t.type[k] != 0) throw Error(where + " has categorical splits, which nn-meter does not predict with");
+    if (t.left[k] < 0) continue;
+    if (t.left[k] >= n || t.right[k] != t.left[k] + 1 || t.right[k] >= n)
+      throw Error(fmt::format("{}: node {} has children {} and {}, out of range or not stored together (the tree has {} nodes): rebuild the predictor",
+                              where, i, t.left[k], t.right[k], n));
+    if (t.feature[k] < 0 || static_cast<size_t>(t.feature[k]) >= feature_count)
+      throw Error(fmt::format("{}: node {} splits on feature {}, but the model has {} features: rebuild the predictor", where, i,
+                              t.feature[k], feature_count));
+    stack.push_back(t.right[k]);
+    stack.push_back(t.left[k]);
+  }
+  return seen;
+}
+
 }  // namespace
 
-TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, size_t feature_count, const std::string& origin) {
+TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, const std::string& origin) {
   const Json& learner = member(model, "learner", origin);
   const Json& booster = member(learner, "gradient_booster", origin);
   const Json& param = member(learner, "learner_model_param", origin);
-  const std::string num_target = param.value("num_target", "1"), num_class = param.value("num_class", "0");
-  if (booster.value("name", "") != "gbtree" || num_target != "1" || num_class != "0")
+  const auto text = [&](const Json& j, const char* key, const char* fallback) {
+    const auto it = j.find(key);
+    return it == j.end() ? std::string(fallback) : it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  if (text(booster, "name", "") != "gbtree" || text(param, "num_target", "1") != "1" || text(param, "num_class", "0") != "0")
     throw Error(origin + " is not a single-target gbtree model, which nn-meter does not predict with");
+  // A generous bound: nn-meter's kernels have fewer than ten features, and predict() sizes rows by it.
+  constexpr size_t kMaxFeatures = 1 << 16;
+  const std::string features = text(param, "num_feature", "");
+  size_t feature_count = 0;
+  const auto [at, ec] = std::from_chars(features.data(), features.data() + features.size(), feature_count);
+  if (ec != std::errc() || at != features.data() + features.size() || feature_count == 0 || feature_count > kMaxFeatures)
+    throw Error(origin + " has num_feature '" + features + "', not a feature count from 1 to " + std::to_string(kMaxFeatures) +
+                ": rebuild the predictor");
   TreeEnsemble e;
   e.feature_count_ = feature_count;
   // XGBoost writes the float with enough digits to read it back exactly.
-  e.base_score_ = std::strtof(member(param, "base_score", origin).get<std::string>().c_str(), nullptr);
-  for (const Json& tree : member(member(booster, "model", origin), "trees", origin)) {
-    const auto left = member(tree, "left_children", origin).get<std::vector<int32_t>>();
-    const auto right = member(tree, "right_children", origin).get<std::vector<int32_t>>();
-    const auto feature = member(tree, "split_indices", origin).get<std::vector<uint32_t>>();
-    const auto value = member(tree, "split_conditions", origin).get<std::vector<float>>();
-    const auto default_left = member(tree, "default_left", origin).get<std::vector<int>>();
-    const auto type = member(tree, "split_type", origin).get<std::vector<int>>();
-    const size_t n = left.size();
-    if (n == 0 || right.size() != n || feature.size() != n || value.size() != n || default_left.size() != n || type.size() != n)
-      throw Error(origin + " has a tree whose node arrays differ in length: rebuild the predictor");
+  const std::string base = text(param, "base_score", "");
+  char* end = nullptr;
+  e.base_score_ = std::strtof(base.c_str(), &end);
+  if (base.empty() || end != base.c_str() + base.size() || !std::isfinite(e.base_score_))
+    throw Error(origin + " has base_score '" + base + "', not a finite number: rebuild the predictor");
+  const Json& trees = member(member(booster, "model", origin), "trees", origin);
+  if (!trees.is_array()) throw Error(origin + ": 'trees' is not a list: rebuild the predictor");
+  for (size_t index = 0; index < trees.size(); ++index) {
+    const std::string where = fmt::format("{} tree {}", origin, index);
+    const TreeArrays t = read_tree(trees[index], where);
+    const std::vector<bool> reachable = check_structure(t, feature_count, where);
     const auto offset = static_cast<int32_t>(e.nodes_.size());
     e.roots_.push_back(offset);
-    for (size_t i = 0; i < n; ++i) {
-      if (type[i] != 0) throw Error(origin + " has categorical splits, which nn-meter does not predict with");
-      const bool leaf = left[i] < 0;
-      if (!leaf && (right[i] != left[i] + 1 || right[i] >= static_cast<int32_t>(n) || feature[i] >= feature_count))
-        throw Error(origin + " has a tree with a child or feature out of range: rebuild the predictor");
-      e.nodes_.push_back({leaf ? -1 : left[i] + offset, feature[i], value[i], default_left[i] != 0});
+    for (size_t i = 0; i < t.left.size(); ++i) {
+      const bool leaf = t.left[i] < 0 || !reachable[i];
+      e.nodes_.push_back({leaf ? -1 : static_cast<int32_t>(t.left[i]) + offset, leaf ? 0u : static_cast<uint32_t>(t.feature[i]),
+                          static_cast<float>(t.value[i]), t.default_left[i] != 0});
     }
   }
   return e;

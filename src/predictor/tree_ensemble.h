@@ -13,10 +13,14 @@ namespace nnmeter {
 
 class TreeEnsemble {
  public:
-  // From XGBoost's JSON model (the document as saved; unneeded per-node statistics may be left out).
-  // A model this class cannot evaluate exactly (not gbtree, categorical splits, several targets) or a split
-  // on a feature at or beyond `feature_count` → Error.
-  static TreeEnsemble from_xgboost_json(const Json& model, size_t feature_count, const std::string& origin);
+  // From XGBoost's JSON model (the document as saved; unneeded per-node statistics may be left out), with
+  // the feature count it declares (learner_model_param.num_feature). A model this class cannot evaluate
+  // exactly (not gbtree, categorical splits, several targets) or one that is not structurally sound (links
+  // out of range, cycles, splits on features beyond the count, non-finite values) → one-line Error naming
+  // `origin` and the tree.
+  static TreeEnsemble from_xgboost_json(const Json& model, const std::string& origin);
+
+  size_t feature_count() const { return feature_count_; }
 
   // The raw margins of `count` rows of feature values stored one after another (NaN = missing, takes the
   // default branch). Tree by tree over all rows, so each tree is read from memory once per batch; every

@@ -298,6 +298,8 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
   };
   const Json doc = Json::parse(text, skip_statistics, /*allow_exceptions=*/false);
   if (doc.is_discarded()) throw Error(origin + " is not valid JSON (corrupt or truncated): rebuild the predictor");
+  // Checked before XGBoost reads the file: its loader trusts the trees' links as predict() would.
+  TreeEnsemble trees = TreeEnsemble::from_xgboost_json(doc, origin);
   BoosterPtr booster = create_booster(nullptr, 0);
   if (XGBoosterLoadModelFromBuffer(booster.get(), text.data(), text.size()) != 0)
     throw Error(origin + " is not an XGBoost model (" + xgb_error() + "): rebuild the predictor");
@@ -312,6 +314,9 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
   r.impl_ = std::make_unique<Impl>();
   bst_ulong n_features = 0;
   check(XGBoosterGetNumFeature(b, &n_features), "reading the feature count of " + origin);
+  if (n_features != trees.feature_count())
+    throw Error(origin + " has " + std::to_string(trees.feature_count()) + " features in its trees' parameters but XGBoost reads " +
+                std::to_string(n_features) + ": rebuild the predictor");
   const auto law = get_attr(b, kAttrBaseline);
   if (law && n_features < 2) throw Error(origin + " has a power-law baseline but no feature: rebuild the predictor");
   if (law) --n_features;  // the trees' last column is the baseline itself
@@ -330,7 +335,7 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
     if (!r.impl_->log_target) throw Error(origin + " has a power-law baseline but no log target: rebuild the predictor");
     r.impl_->baseline = PowerLaw::from_json(Json::parse(*law, nullptr, false), n_features, origin);
   }
-  r.impl_->trees = TreeEnsemble::from_xgboost_json(doc, law ? n_features + 1 : n_features, origin);
+  r.impl_->trees = std::move(trees);
   r.impl_->booster = std::move(booster);
   r.set_threads(1);
   return r;

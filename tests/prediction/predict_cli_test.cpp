@@ -135,6 +135,31 @@ TEST_F(PredictCli, BadInputsAreOneLineErrors) {
   expect_refused({"predict", "--predictor", "tiny_cpu", "--nn-meter-ir", (work / "bad.json").string()}, "not an nn-Meter IR");
 }
 
+// Issue 15: a zero stride killed get_ir/predict with SIGFPE inside ONNX's shape inference, and an empty
+// graph was predicted as 0 ms. tests/prediction/onnx_hardening_test.cpp has every class; these go through
+// the real binary, whose exit shows there was no signal.
+TEST_F(PredictCli, HostileModelsAreOneLineErrors) {
+  onnxgen::Builder b("hostile");
+  b.output(b.maxpool(b.relu(b.conv(b.input("x", {1, 8, 16, 16}), 8, 3)), 2, 2));
+  onnx::ModelProto zero_stride = b.model(), future = b.model(), empty = b.model();
+  for (auto& n : *zero_stride.mutable_graph()->mutable_node())
+    for (auto& a : *n.mutable_attribute())
+      if (a.name() == "strides") a.set_ints(0, 0);
+  future.mutable_opset_import(0)->set_version(99);
+  empty.mutable_graph()->clear_node();
+  const std::vector<std::pair<onnx::ModelProto, std::string>> cases = {
+      {zero_stride, "has strides [0,1]; each must be from 1 to 2147483647"},
+      {future, "uses ONNX opset 99; nn-meter reads opsets 1 to 17"},
+      {empty, "has an empty graph"}};
+  for (const auto& [model, expected] : cases) {
+    const fs::path file = work / "hostile.onnx";
+    write_text(file, model.SerializeAsString());
+    expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", file.string()}, expected);
+    expect_refused({"get_ir", "--onnx", file.string(), "-o", (work / "ir.json").string()}, expected);
+    EXPECT_FALSE(fs::exists(work / "ir.json"));
+  }
+}
+
 TEST_F(PredictCli, UncoveredOpsWarnButStillAnswer) {
   onnxgen::Builder b("odd");
   const auto x = b.relu(b.input("x", {1, 8, 4, 4}));

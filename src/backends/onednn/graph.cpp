@@ -11,6 +11,7 @@
 
 #include "backends/onednn/graph_internal.h"
 #include "common/io.h"
+#include "nnmeter/prediction.h"
 
 namespace nnmeter::onednn {
 
@@ -285,10 +286,19 @@ class Loader {
  private:
   std::string where(const std::string& name) const { return fmt::format("{}: tensor '{}'", g_.origin, name); }
 
+  // Every tensor is allocated by the engine: beyond the model limits it is a clear error, not an
+  // allocation failure (or an overflowed size).
+  void check_limits(const std::string& name, const Shape& shape) const {
+    if (!bounded_elements(shape))
+      throw Error(fmt::format("{}: tensor '{}' has shape {}; onednn_cpu runs tensors of rank <= {} and <= {} elements",
+                              g_.origin, name, shape_str(shape), kMaxTensorRank, kMaxTensorElements));
+  }
+
   int add_value(const std::string& name, Shape shape) {
     if (name.empty()) throw Error(fmt::format("{}: a tensor has an empty name", g_.origin));
     if (g_.value_index.count(name))
       throw Error(fmt::format("{}: tensor '{}' is defined twice; the graph is not in SSA form", g_.origin, name));
+    check_limits(name, shape);
     Value v;
     v.name = name;
     v.shape = std::move(shape);
@@ -414,6 +424,14 @@ Graph load_graph(onnx::ModelProto model, const std::string& origin) {
 }
 
 Graph load_graph(const fs::path& onnx_path) {
+  // Sized before it is read: a device or a FIFO would be read without end.
+  std::error_code ec;
+  if (fs::exists(onnx_path, ec) && !fs::is_directory(onnx_path, ec)) {
+    if (!fs::is_regular_file(onnx_path, ec))
+      throw Error(fmt::format("{} is not a regular file, so not an ONNX model", onnx_path.string()));
+    if (fs::file_size(onnx_path, ec) > kMaxModelFileBytes)
+      throw Error(fmt::format("{} is larger than the {} bytes an ONNX model can be", onnx_path.string(), kMaxModelFileBytes));
+  }
   const std::string bytes = io::read_file(onnx_path);
   onnx::ModelProto model;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromString(bytes))
