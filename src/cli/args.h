@@ -1,9 +1,12 @@
 // Parsing helpers shared by the subcommands.
 #pragma once
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "nnmeter/common.h"
 
 namespace nnmeter::cli {
 
@@ -14,6 +17,13 @@ inline std::vector<std::string> split_list(const std::string& text) {
   for (std::string item; std::getline(in, item, ',');)
     if (!item.empty()) out.push_back(item);
   return out;
+}
+
+// --timeout: NaN would disable the per-model deadline and a huge value overflows it.
+inline void check_timeout(double seconds) {
+  constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
+  if (!(std::isfinite(seconds) && seconds > 0 && seconds <= kMaxTimeoutS))
+    throw Error("--timeout must be a number of seconds in (0, 604800], got " + std::to_string(seconds));
 }
 
 }  // namespace nnmeter::cli
