@@ -1,6 +1,8 @@
 // Parsing helpers shared by the subcommands.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -23,7 +25,7 @@ inline std::vector<std::string> split_list(const std::string& text) {
 inline void check_timeout(double seconds) {
   constexpr double kMaxTimeoutS = 7 * 24 * 3600.0;
   if (!(std::isfinite(seconds) && seconds > 0 && seconds <= kMaxTimeoutS))
-    throw Error("--timeout must be a number of seconds in (0, 604800], got " + std::to_string(seconds));
+    throw Error(fmt::format("--timeout must be positive, finite and at most 604800 seconds (a week), got {}", seconds));
 }
 
 }  // namespace nnmeter::cli

@@ -151,8 +151,8 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
                                     uint64_t seed) {
   const std::string& kernel = suite.name;
   if (sample_num <= 0 || sample_num > kMaxSampleNum)
-    throw Error("the number of configs to sample (--num, INIT_SAMPLE_NUM or FINEGRAINED_SAMPLE_NUM) must be between 1 "
-                "and " + std::to_string(kMaxSampleNum) + ", got " + std::to_string(sample_num));
+    throw Error("sample_num must be a positive integer of at most " + std::to_string(kMaxSampleNum) +
+                " (--num, INIT_SAMPLE_NUM or FINEGRAINED_SAMPLE_NUM), got " + std::to_string(sample_num));
   check_mark(mark);
   if (mode == SamplingMode::Finegrained && configs.empty())
     throw Error("fine-grained sampling of '" + kernel + "' needs at least one config to sample around");

@@ -92,7 +92,7 @@ TEST_F(HardeningConfigs, Flags) {
   for (const std::string bad : {"nan", "inf", "0", "-3", "1e300"})
     expect_refused({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--timeout", bad}, "--timeout must be");
   expect_refused({"sample", "--workspace", ws.string(), "--kernel", "fc", "--num", "2000000000"},
-                 "between 1 and 100000, got 2000000000");
+                 "at most 100000 (--num, INIT_SAMPLE_NUM or FINEGRAINED_SAMPLE_NUM), got 2000000000");
   expect_refused({"sample", "--workspace", ws.string(), "--kernel", "fc", "--num", "0"}, "got 0");
   expect_refused({"backend", "onednn_cpu", "profile", "--onnx-path", config("backend_config.yaml").string(), "--num-runs",
                   "-1"},
