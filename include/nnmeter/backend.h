@@ -22,6 +22,8 @@ struct BackendParam {
   Type type = Type::String;
   Json default_value;
   std::string help;
+  // Accepted range of an Int or Float value. Unset: any finite Float, any Int a 32-bit int holds.
+  std::optional<double> min, max;
 };
 const char* to_string(BackendParam::Type type);
 BackendParam::Type backend_param_type_from_string(const std::string& name);  // "int", "float", ...

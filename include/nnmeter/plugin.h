@@ -72,7 +72,7 @@ class Backend {
   explicit Backend(const json& config) : config_(config) {}
   virtual ~Backend() = default;
   /* Parameters this backend reads from backend_config.yaml: [{"name","type","default","help"}], with
-   * type one of "int", "float", "bool", "string". */
+   * type one of "int", "float", "bool", "string", and optionally "min"/"max" bounding an int or float. */
   virtual json params() const { return json::array(); }
   virtual bool is_available() const { return true; }
   virtual std::string get_version() const { return "unknown"; }

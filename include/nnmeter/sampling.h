@@ -16,6 +16,10 @@
 
 namespace nnmeter {
 
+// Most configs one sampling call draws (--num, INIT_SAMPLE_NUM, FINEGRAINED_SAMPLE_NUM): ten times
+// nn-Meter's largest default, and still a few hundred MB of models and configs.
+inline constexpr int kMaxSampleNum = 100000;
+
 enum class SamplingMode { Prior, Finegrained };
 SamplingMode parse_sampling_mode(const std::string& text);  // "prior" | "finegrained"
 

@@ -25,6 +25,20 @@ bool matches(BackendParam::Type type, const Json& value) {
   return false;
 }
 
+// NaN, infinities and integers that a 32-bit int cannot hold would silently become other values in the
+// backend; a declared range narrows this further.
+void check_range(const BackendParam& p, const Json& value, const std::string& where) {
+  if (p.type != BackendParam::Type::Int && p.type != BackendParam::Type::Float) return;
+  const double v = value.get<double>();
+  const bool is_int = p.type == BackendParam::Type::Int;
+  const double lo = p.min.value_or(is_int ? static_cast<double>(INT32_MIN) : -HUGE_VAL);
+  const double hi = p.max.value_or(is_int ? static_cast<double>(INT32_MAX) : HUGE_VAL);
+  if (std::isfinite(v) && v >= lo && v <= hi) return;
+  const std::string range = p.min || p.max ? fmt::format(" in [{}, {}]", lo, hi) : is_int ? " of 32 bits" : " (finite)";
+  throw Error(fmt::format("{}: key '{}' must be {}{}, got {}", where, p.name, is_int ? "an integer" : "a number", range,
+                          value.is_number_float() ? fmt::format("{}", v) : value.dump()));
+}
+
 std::string yaml_scalar(const Json& value) {
   if (value.is_null()) return "";
   if (value.is_boolean()) return value.get<bool>() ? "TRUE" : "FALSE";
@@ -89,6 +103,7 @@ Json resolve_backend_config(const std::vector<BackendParam>& params, const Json&
     if (it->type == BackendParam::Type::Float && v.is_number_integer()) v = v.get<double>();
     if (!matches(it->type, v))
       throw Error(fmt::format("{}: key '{}' must be {} but is {}", where, key, to_string(it->type), value.dump()));
+    check_range(*it, v, where);
     out[key] = v;
   }
   out.update(protocol);

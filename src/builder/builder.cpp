@@ -78,7 +78,9 @@ KernelData load_kernel_data(const std::string& kernel_type, const std::vector<fs
 Builder::Builder(Workspace workspace, Registry registry, BuilderSettings settings)
     : workspace_(std::move(workspace)), registry_(std::move(registry)), settings_(std::move(settings)) {
   if (settings_.backend.empty()) throw Error("the builder needs a backend name");
-  find_backend(registry_, settings_.backend);  // fail now, not after sampling
+  // An unknown backend or a bad backend_config.yaml value fails now, not after sampling.
+  resolve_backend_config(find_backend(registry_, settings_.backend).params, workspace_.backend_config,
+                         (workspace_.configs_dir() / "backend_config.yaml").string());
 }
 
 KernelSuite& Builder::suite(const std::string& kernel_type) {
@@ -96,6 +98,7 @@ ProfileBatch Builder::profile_batch(const std::string& kernel_type, const Json& 
   ProfileBatch batch;
   batch.journal = results_dir() / ("profile_journal_" + kernel_type + ".jsonl");
   batch.error_log = results_dir() / "profile_error.log";
+  find_kernel(registry_, kernel_type);  // its name becomes part of file names below
   for (const auto& [id, entry] : entries.items()) {
     if (!entry.is_object() || !entry.contains("model"))
       throw Error(fmt::format("kernel data entry {} of '{}' has no model path", id, kernel_type));

@@ -8,6 +8,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
+#include "profiling/worker_process.h"
 
 namespace nnmeter::cli {
 
@@ -75,6 +76,20 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
 
 }  // namespace
 
+void add_worker_command(CLI::App& app, const std::string& name, const std::string& help, int (*run)(int result_fd)) {
+  auto result_fd = std::make_shared<int>(3);
+  auto parent_pid = std::make_shared<int>(0);
+  CLI::App* worker = app.add_subcommand(name, help);
+  worker->group("");  // hidden from --help: users never start it themselves
+  worker->add_option("--result-fd", *result_fd, "file descriptor for answers");
+  worker->add_option("--parent-pid", *parent_pid, "the process that started the worker");
+  worker->callback([result_fd, parent_pid, run] {
+    die_with_parent(*parent_pid);
+    const int rc = run(*result_fd);
+    if (rc != 0) throw CLI::RuntimeError(rc);
+  });
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"nn-Meter: build and use latency predictors for DNN inference on any hardware backend", "nn-meter"};
   app.set_version_flag("--version", std::string("nn-meter ") + nnmeter::version());
@@ -92,6 +107,9 @@ int run(int argc, char** argv) {
   app.add_flag("--list-operators", flags.operators, "list all supported operators when building fusion rule test cases");
   app.add_flag("--list-testcases", flags.testcases, "list all supported special test cases when testing fusion rules");
 
+  // Until the line is parsed, only warnings (a bad registry entry met while building the subcommands) are
+  // shown, on stderr so that --json output stays clean.
+  setup_logging(false, true);
   std::unique_ptr<Context> ctx;
   try {
     ctx = std::make_unique<Context>(Context{false, false, Registry(Registry::default_home())});

@@ -31,4 +31,8 @@ void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
 void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
 void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate
 
+// A hidden subcommand nn-meter starts in a child of itself (profile-worker, plugin-probe): `run` gets the
+// descriptor to answer on; the child dies with the process that started it.
+void add_worker_command(CLI::App& app, const std::string& name, const std::string& help, int (*run)(int result_fd));
+
 }  // namespace nnmeter::cli

@@ -17,6 +17,7 @@
 #include "common/tensor_proto.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
+#include "registry/plugin_probe.h"
 
 namespace nnmeter::cli {
 
@@ -295,7 +296,7 @@ void check_env(Context& ctx) {
     infos = builtin_backends();
     std::cout << "registry:\tCheckFailed (" << e.what() << ")\n";
   }
-  for (const auto& info : infos) std::cout << check_env_line(info) << "\n";
+  for (const auto& info : infos) std::cout << check_env_line_isolated(ctx.registry, info) << "\n";
   std::cout.flush();
 }
 

@@ -34,7 +34,7 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   } else if (a.regressor != "rf") {
     throw Error("--regressor must be rf or gbdt, not '" + a.regressor + "'");
   }
-  if (a.timeout_s <= 0) throw Error("--timeout must be positive");
+  check_timeout(a.timeout_s);
   return Builder(Workspace::load(a.workspace), ctx.registry, settings);
 }
 
@@ -100,15 +100,7 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   add_common(profile_cmd, *pargs);
   profile_cmd->add_option("--kernel", *kernel, "kernel whose sampled models to profile")->required();
   profile_cmd->callback([&ctx, pargs, kernel] { profile(ctx, *pargs, *kernel); });
-
-  auto result_fd = std::make_shared<int>(3);
-  CLI::App* worker = app.add_subcommand("profile-worker", "internal: profiles models for the builder");
-  worker->group("");  // hidden from --help: users never start it themselves
-  worker->add_option("--result-fd", *result_fd, "file descriptor for answers");
-  worker->callback([result_fd] {
-    const int rc = run_profile_worker(*result_fd);
-    if (rc != 0) throw CLI::RuntimeError(rc);
-  });
+  add_worker_command(app, "profile-worker", "internal: profiles models for the builder", run_profile_worker);
 }
 
 }  // namespace nnmeter::cli

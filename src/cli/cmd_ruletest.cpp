@@ -19,7 +19,7 @@ struct RuleTestArgs {
 };
 
 void ruletest(Context& ctx, const RuleTestArgs& a) {
-  if (!(a.timeout_s > 0)) throw Error("--timeout must be positive");
+  check_timeout(a.timeout_s);
   RuleTestSettings settings;
   settings.backend = a.backend;
   settings.testcases = split_list(a.testcases);

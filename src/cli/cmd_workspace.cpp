@@ -7,6 +7,7 @@
 #include "cli/output.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/workspace.h"
+#include "registry/plugin_probe.h"
 
 namespace nnmeter::cli {
 
@@ -38,10 +39,10 @@ void create(Context& ctx, const CreateArgs& a) {
 
 void connect(Context& ctx, const std::string& backend_name, const std::string& workspace) {
   const Workspace ws = Workspace::load(workspace);
-  auto backend = connect_backend(ctx.registry, backend_name, ws.backend_config,
-                                 (ws.configs_dir() / "backend_config.yaml").string());
+  const std::string message = test_connection_isolated(ctx.registry, backend_name, ws.backend_config,
+                                                       (ws.configs_dir() / "backend_config.yaml").string());
   // The backend's own words, unprefixed, as nn-Meter prints them.
-  std::cout << backend->test_connection() << std::endl;
+  std::cout << message << std::endl;
 }
 
 }  // namespace

@@ -17,19 +17,32 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
-Json node_to_json(const YAML::Node& node) {
+// YAML aliases share one node, but the JSON copy expands every use: a few hundred bytes of nested aliases
+// would become billions of values. No config of ours comes near this many.
+constexpr size_t kMaxYamlValues = 1'000'000;
+constexpr uintmax_t kMaxYamlBytes = 16u << 20;
+constexpr uintmax_t kMaxJsonBytes = 1u << 30;
+
+struct YamlBudget {
+  size_t left = kMaxYamlValues;
+};
+
+class YamlTooLarge : public std::exception {};
+
+Json node_to_json(const YAML::Node& node, YamlBudget& budget) {
+  if (budget.left-- == 0) throw YamlTooLarge();
   switch (node.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Sequence: {
       Json out = Json::array();
-      for (const auto& item : node) out.push_back(node_to_json(item));
+      for (const auto& item : node) out.push_back(node_to_json(item, budget));
       return out;
     }
     case YAML::NodeType::Map: {
       Json out = Json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = node_to_json(kv.second);
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = node_to_json(kv.second, budget);
       return out;
     }
     case YAML::NodeType::Scalar:
@@ -72,8 +85,10 @@ void emit(YAML::Emitter& out, const Json& value) {
     const std::string text = value.get<std::string>();
     bool plain = false;
     try {
-      plain = !text.empty() && node_to_json(YAML::Load(text)) == Json(text);
+      YamlBudget budget;
+      plain = !text.empty() && node_to_json(YAML::Load(text), budget) == Json(text);
     } catch (const YAML::Exception&) {
+    } catch (const YamlTooLarge&) {
     }
     if (plain) {
       out << text;
@@ -85,10 +100,18 @@ void emit(YAML::Emitter& out, const Json& value) {
 
 }  // namespace
 
-std::string read_file(const fs::path& path) {
+std::string read_file(const fs::path& path, uintmax_t max_bytes) {
   std::error_code ec;
-  if (!fs::exists(path, ec)) throw Error("file not found: " + path.string());
-  if (fs::is_directory(path, ec)) throw Error("expected a file but found a folder: " + path.string());
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) throw Error("file not found: " + path.string());
+  if (fs::is_directory(status)) throw Error("expected a file but found a folder: " + path.string());
+  // A FIFO would block and a device like /dev/zero never ends.
+  if (!fs::is_regular_file(status))
+    throw Error(path.string() + " is not a regular file (a FIFO or a device?): give the path of a file");
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec && size > max_bytes)
+    throw Error(path.string() + " is " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
+                " nn-meter reads from such a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + path.string() + ": " + errno_text());
   std::ostringstream buffer;
@@ -131,7 +154,7 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
 }
 
 Json load_json_file(const fs::path& path) {
-  const std::string text = read_file(path);
+  const std::string text = read_file(path, kMaxJsonBytes);
   try {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
@@ -143,13 +166,17 @@ void save_json_file(const fs::path& path, const Json& value) { write_file_atomic
 
 Json yaml_to_json(const std::string& text, const std::string& origin) {
   try {
-    return node_to_json(YAML::Load(text));
+    YamlBudget budget;
+    return node_to_json(YAML::Load(text), budget);
   } catch (const YAML::Exception& e) {
     throw Error(origin + " is not valid YAML (line " + std::to_string(e.mark.line + 1) + ": " + e.msg + ")");
+  } catch (const YamlTooLarge&) {
+    throw Error(origin + " expands to more than " + std::to_string(kMaxYamlValues) +
+                " values (nested YAML aliases?): write the values out");
   }
 }
 
-Json load_yaml_file(const fs::path& path) { return yaml_to_json(read_file(path), path.string()); }
+Json load_yaml_file(const fs::path& path) { return yaml_to_json(read_file(path, kMaxYamlBytes), path.string()); }
 
 std::string json_to_yaml(const Json& value) {
   YAML::Emitter out;

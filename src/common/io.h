@@ -13,7 +13,8 @@ class Node;
 
 namespace nnmeter::io {
 
-std::string read_file(const fs::path& path);
+// A regular file only (a FIFO or device is an Error, not a hang); larger than `max_bytes` is an Error.
+std::string read_file(const fs::path& path, uintmax_t max_bytes = UINTMAX_MAX);
 // Writes `content` to `path` atomically; creates the parent folder.
 void write_file_atomic(const fs::path& path, std::string_view content);
 

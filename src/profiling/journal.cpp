@@ -1,8 +1,10 @@
 #include "profiling/journal.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -21,6 +23,34 @@ std::string record_key(const Json& record) {
   return Journal::key(record.at("id").get<std::string>(), record.value("repeat", 0));
 }
 
+// Takes the lock without waiting and records our PID in the file; the PID of a live holder goes into the
+// error, so the user knows which run to wait for or stop.
+int lock_journal(const fs::path& journal) {
+  const fs::path lock_path = journal.string() + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw journal_error(journal, "lock");
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    const bool busy = errno == EWOULDBLOCK;
+    const Error error = journal_error(journal, "lock");
+    char holder[32] = {};
+    const ssize_t n = busy ? ::pread(fd, holder, sizeof holder - 1, 0) : 0;
+    ::close(fd);
+    if (!busy) throw error;
+    std::string pid(holder, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    pid = pid.substr(0, pid.find_first_not_of("0123456789"));
+    throw Error("journal " + journal.string() + " is in use by another nn-meter run (PID " +
+                (pid.empty() ? "unknown" : pid) + "): wait for it to finish or stop it");
+  }
+  const std::string pid = std::to_string(::getpid());
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const Error error = journal_error(journal, "lock");
+    ::close(fd);
+    throw error;
+  }
+  return fd;
+}
+
 }  // namespace
 
 std::string Journal::key(const std::string& id, int repeat) {
@@ -30,6 +60,16 @@ std::string Journal::key(const std::string& id, int repeat) {
 Journal::Journal(fs::path path) : path_(std::move(path)) {
   std::error_code ec;
   fs::create_directories(path_.parent_path(), ec);
+  lock_fd_ = lock_journal(path_);
+  try {
+    read_existing();
+  } catch (...) {
+    ::close(lock_fd_);
+    throw;
+  }
+}
+
+void Journal::read_existing() {
   if (fs::exists(path_)) {
     const std::string text = io::read_file(path_);
     const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
@@ -56,6 +96,7 @@ Journal::Journal(fs::path path) : path_(std::move(path)) {
 
 Journal::~Journal() {
   if (fd_ >= 0) ::close(fd_);
+  if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
 void Journal::append(const Json& record) {

@@ -1,5 +1,7 @@
 // An append-only JSON-lines journal: one record per line, fsync'ed on every append, so a record that was
 // reported written survives SIGKILL or power loss. A torn last line (killed mid-write) is cut off on open.
+// One writer at a time: the constructor takes an advisory lock (<journal>.lock, holding the owner's PID)
+// for the object's lifetime, so two runs on one workspace cannot both profile every model.
 #pragma once
 
 #include <map>
@@ -22,7 +24,10 @@ class Journal {
   void append(const Json& record);
 
  private:
+  void read_existing();
+
   fs::path path_;
+  int lock_fd_ = -1;
   int fd_ = -1;
   std::map<std::string, Json> records_;
 };

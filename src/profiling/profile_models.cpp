@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -45,21 +46,29 @@ Json stats_to_json(const LatencyStats& s) {
 }
 
 LatencyStats stats_from_json(const Json& j) {
-  if (j.contains("samples_ms") && !j["samples_ms"].empty()) {
-    LatencyStats s = LatencyStats::from_samples(j["samples_ms"].get<std::vector<double>>());
+  // Journals written before workers refused non-finite latencies hold null (JSON's NaN): read it as
+  // missing, so the sample counts as failed later instead of stopping every rerun here.
+  const auto number = [&j](const char* key, double fallback) {
+    return j.contains(key) && j[key].is_number() ? j[key].get<double>() : fallback;
+  };
+  const Json samples = j.contains("samples_ms") ? j["samples_ms"] : Json::array();
+  const bool all_numbers =
+      samples.is_array() && std::all_of(samples.begin(), samples.end(), [](const Json& v) { return v.is_number(); });
+  if (all_numbers && !samples.empty()) {
+    LatencyStats s = LatencyStats::from_samples(samples.get<std::vector<double>>());
     // The backend's own summary wins: it may take its statistic across rounds rather than raw samples.
-    s.median = j.value("median", s.median);
-    s.mean = j.value("mean", s.mean);
-    s.std = j.value("std", s.std);
+    s.median = number("median", s.median);
+    s.mean = number("mean", s.mean);
+    s.std = number("std", s.std);
     return s;
   }
   LatencyStats s;
-  s.median = j.value("median", 0.0);
-  s.mean = j.value("mean", s.median);
-  s.std = j.value("std", 0.0);
-  s.min = j.value("min", s.median);
-  s.max = j.value("max", s.median);
-  s.count = j.value("count", 1);
+  s.median = number("median", 0.0);
+  s.mean = number("mean", s.median);
+  s.std = number("std", 0.0);
+  s.min = number("min", s.median);
+  s.max = number("max", s.median);
+  s.count = j.contains("count") && j["count"].is_number_integer() ? j["count"].get<int>() : 1;
   return s;
 }
 
@@ -266,6 +275,14 @@ int run_profile_worker(int result_fd) {
       }
       const LatencyStats stats = backend->profile(files);
       if (stats.count <= 0 || !(stats.median > 0)) throw Error("the backend measured no positive latency");
+      // NaN and infinities cannot travel as JSON, and no model runs for an hour: a lost sample, not a result.
+      constexpr double kMaxLatencyMs = 3.6e6;
+      std::vector<double> values = stats.samples_ms;
+      values.insert(values.end(), {stats.median, stats.mean, stats.std, stats.min, stats.max});
+      for (const double v : values)
+        if (!(std::isfinite(v) && v >= 0 && v <= kMaxLatencyMs))
+          throw Error(fmt::format("the backend returned an impossible latency {} ms (not a finite value in [0, {}])", v,
+                                  kMaxLatencyMs));
       reply["ok"] = true;
       reply.update(stats_to_json(stats));
       reply["files"] = paths_to_json(files);

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,8 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+}  // namespace
+
 bool write_all(int fd, const std::string& text) {
   size_t done = 0;
   while (done < text.size()) {
@@ -37,10 +40,24 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-}  // namespace
-
 WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file,
                              double startup_timeout_s) {
+  spawn(executable, "profile-worker", log_file);
+  auto reply = request(hello, startup_timeout_s);
+  if (auto* why = std::get_if<std::string>(&reply))
+    throw Error("the profiling worker did not start: " + *why + " (see " + log_file.string() + ")");
+  const Json& answer = std::get<Json>(reply);
+  if (answer.contains("fatal")) {
+    reap("rejected its configuration");
+    throw Error(answer["fatal"].get<std::string>());
+  }
+}
+
+WorkerProcess::WorkerProcess(const fs::path& executable, const std::string& subcommand, const fs::path& log_file) {
+  spawn(executable, subcommand, log_file);
+}
+
+void WorkerProcess::spawn(const fs::path& executable, const std::string& subcommand, const fs::path& log_file) {
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -62,7 +79,8 @@ WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, cons
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // own group: a timeout kills the backend's children too
   posix_spawnattr_setpgroup(&attr, 0);
 
-  std::vector<std::string> args = {executable.string(), "profile-worker", "--result-fd", std::to_string(kResultFd)};
+  std::vector<std::string> args = {executable.string(), subcommand, "--result-fd", std::to_string(kResultFd),
+                                   "--parent-pid", std::to_string(::getpid())};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -77,15 +95,7 @@ WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, cons
     pid_ = -1;
     close_fd(to_worker_);
     close_fd(from_worker_);
-    throw Error("cannot start the profiling worker " + executable.string() + ": " + std::strerror(rc));
-  }
-  auto reply = request(hello, startup_timeout_s);
-  if (auto* why = std::get_if<std::string>(&reply))
-    throw Error("the profiling worker did not start: " + *why + " (see " + log_file.string() + ")");
-  const Json& answer = std::get<Json>(reply);
-  if (answer.contains("fatal")) {
-    reap("rejected its configuration");
-    throw Error(answer["fatal"].get<std::string>());
+    throw Error("cannot start the worker process " + executable.string() + ": " + std::strerror(rc));
   }
 }
 
@@ -131,6 +141,11 @@ std::variant<Json, std::string> WorkerProcess::read_line(double timeout_s) {
     if (n <= 0) return reap("ended without answering");
     buffer_.append(chunk, static_cast<size_t>(n));
   }
+}
+
+void die_with_parent(pid_t parent) {
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (parent > 0 && ::getppid() != parent) ::_exit(1);
 }
 
 std::string WorkerProcess::reap(const std::string& why) {

@@ -15,6 +15,8 @@ class WorkerProcess {
  public:
   // Starts the worker and sends `hello`; throws Error if it cannot start or rejects the hello.
   WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file, double startup_timeout_s);
+  // Starts `<executable> <subcommand>` with the same pipes and no hello (e.g. `plugin-probe`).
+  WorkerProcess(const fs::path& executable, const std::string& subcommand, const fs::path& log_file);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -24,6 +26,7 @@ class WorkerProcess {
   bool alive() const { return pid_ > 0; }
 
  private:
+  void spawn(const fs::path& executable, const std::string& subcommand, const fs::path& log_file);
   std::variant<Json, std::string> read_line(double timeout_s);
   std::string reap(const std::string& why);  // kills the process group, waits, describes the end
 
@@ -32,5 +35,13 @@ class WorkerProcess {
   int from_worker_ = -1;
   std::string buffer_;
 };
+
+// Writes all of `text` to `fd`, retrying short writes; false on an error.
+bool write_all(int fd, const std::string& text);
+
+// Worker side, first thing in `profile-worker`: the kernel kills this process when the parent dies, so a
+// worker stuck in a hung plugin does not outlive a SIGKILLed run. Exits at once if the parent is already
+// gone (reparented before the request took effect); `parent` 0 skips that check.
+void die_with_parent(pid_t parent);
 
 }  // namespace nnmeter

@@ -79,6 +79,8 @@ std::vector<BackendParam> params_from_json(const Json& declared, const std::stri
       param.type = backend_param_type_from_string(p.value("type", "string"));
       param.default_value = p.value("default", Json());
       param.help = p.value("help", "");
+      if (p.contains("min")) param.min = p.at("min").get<double>();
+      if (p.contains("max")) param.max = p.at("max").get<double>();
       out.push_back(std::move(param));
     }
   } catch (const Json::exception&) {

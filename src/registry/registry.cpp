@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
+#include "registry/names.h"
 #include "registry/plugin_adapters.h"
+#include "registry/plugin_probe.h"
 
 namespace nnmeter {
 
@@ -58,6 +61,26 @@ std::string scalar_text(const Json& value) {
   return value.dump();
 }
 
+// A meta value where a name or path is expected must be a scalar, never a mapping or a list.
+std::string meta_text(const Json& value, const std::string& key, const fs::path& meta_file) {
+  if (value.is_structured())
+    throw Error("meta file " + meta_file.string() + ": " + key + " must be a single value, not a " +
+                (value.is_object() ? "mapping" : "list"));
+  return scalar_text(value);
+}
+
+// A bad entry already on disk (hand-edited, or written by an older nn-meter) is skipped with one warning
+// per process, so it cannot take every command down; unregister still removes it.
+void warn_skipped_entry(const fs::path& file, const std::string& what, const std::string& name, const std::string& why) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mutex);
+  const std::string key = file.string() + "\n" + what + "\n" + name;
+  if (!warned.insert(key).second) return;
+  spdlog::warn("WARNING: {}: ignoring {} {}: {} (remove it with nn-meter unregister --{}=NAME)", file.string(), what,
+               quoted_name(name), why, what);
+}
+
 // Returns {name, normalized meta}. Unknown keys are reported, not fatal (a typo should be visible).
 std::pair<std::string, Json> normalize_meta(ModuleKind kind, const Json& raw, const fs::path& meta_file) {
   std::set<std::string> used;
@@ -65,7 +88,7 @@ std::pair<std::string, Json> normalize_meta(ModuleKind kind, const Json& raw, co
     for (const char* key : {camel, snake}) {
       if (raw.contains(key)) {
         used.insert(key);
-        const std::string value = scalar_text(raw[key]);
+        const std::string value = meta_text(raw[key], key, meta_file);
         if (!value.empty()) return value;
       }
     }
@@ -209,12 +232,31 @@ std::vector<ModuleEntry> Registry::list(ModuleKind kind) const {
   std::vector<ModuleEntry> out;
   const char* section = section_name(kind);
   if (!doc.contains(section) || doc[section].is_null()) return out;
+  const std::string what = singular_name(kind);
+  const auto builtins = builtin_names(kind);
   for (const auto& [name, value] : doc[section].items()) {
-    if (!value.is_object())
-      throw Error("registry file " + registry_file().string() + " is corrupt (entry '" + name +
-                  "' is not a mapping): fix it or delete it");
+    if (const auto problem = name_problem(name)) {
+      warn_skipped_entry(registry_file(), what, name, "the name " + *problem);
+      continue;
+    }
+    if (!value.is_object()) {
+      warn_skipped_entry(registry_file(), what, name, "its entry is not a mapping");
+      continue;
+    }
+    if (std::find(builtins.begin(), builtins.end(), name) != builtins.end()) {
+      warn_skipped_entry(registry_file(), what, name, "a builtin " + what + " has that name");
+      continue;
+    }
     if (keyed_by_implement(kind)) {
-      for (const auto& [implement, meta] : value.items()) out.push_back({name, implement, meta});
+      for (const auto& [implement, meta] : value.items()) {
+        if (const auto problem = name_problem(implement)) {
+          warn_skipped_entry(registry_file(), what, name, "the implement " + quoted_name(implement) + " " + *problem);
+        } else if (!meta.is_object()) {
+          warn_skipped_entry(registry_file(), what, name, "its entry is not a mapping");
+        } else {
+          out.push_back({name, implement, meta});
+        }
+      }
     } else {
       out.push_back({name, "", value});
     }
@@ -231,6 +273,8 @@ std::optional<ModuleEntry> Registry::find(ModuleKind kind, const std::string& na
 ModuleEntry Registry::register_module(ModuleKind kind, const fs::path& meta_file) {
   const auto [name, meta] = normalize_meta(kind, load_meta_file(meta_file), meta_file);
   const std::string what = singular_name(kind);
+  check_name(what, name, meta_file.string());
+  if (keyed_by_implement(kind)) check_name("implement", meta["implement"].get<std::string>(), meta_file.string());
   if (kind == ModuleKind::Operator && name.find('_') != std::string::npos)
     throw Error("operator name '" + name + "' contains '_', which separates operators in test case names: rename it");
   const auto builtins = builtin_names(kind);
@@ -242,7 +286,7 @@ ModuleEntry Registry::register_module(ModuleKind kind, const fs::path& meta_file
       throw Error("defaultConfigFile " + config.string() + " does not exist: fix the path in " + meta_file.string());
     io::load_yaml_file(config);  // must at least be YAML
   }
-  validate_plugin(kind, meta);
+  validate_plugin_isolated(kind, meta, name);
 
   const std::string implement = keyed_by_implement(kind) ? meta["implement"].get<std::string>() : "";
   io::FileLock lock(home_ / "config" / ".registry.lock");
@@ -285,7 +329,24 @@ void Registry::unregister_module(ModuleKind kind, const std::string& name, const
 
 std::vector<PredictorEntry> Registry::list_predictors() const {
   std::vector<PredictorEntry> out;
-  for (const auto& j : load_predictors(predictors_file())) out.push_back(predictor_from_json(j));
+  for (const auto& j : load_predictors(predictors_file())) {
+    if (!j.is_object()) {
+      warn_skipped_entry(predictors_file(), "predictor", j.dump(), "it is not a mapping");
+      continue;
+    }
+    PredictorEntry entry = predictor_from_json(j);
+    std::optional<std::string> problem;
+    if (const auto p = name_problem(entry.name)) problem = "the name " + *p;
+    if (const auto p = name_problem(entry.version); p && !problem) problem = "the version " + *p;
+    for (const auto& kernel : entry.kernel_predictors)
+      if (!problem)
+        if (const auto p = name_problem(kernel)) problem = "kernel " + quoted_name(kernel) + " " + *p;
+    if (problem) {
+      warn_skipped_entry(predictors_file(), "predictor", entry.name, *problem);
+      continue;
+    }
+    out.push_back(std::move(entry));
+  }
   return out;
 }
 
@@ -301,9 +362,15 @@ PredictorEntry Registry::register_predictor(const fs::path& meta_file) {
   for (const char* key : {"name", "version", "package_location", "kernel_predictors"})
     if (!normalized.contains(key) || normalized[key].is_null())
       throw Error("meta file " + meta_file.string() + " lacks the required key " + key);
+  for (const char* key : {"name", "version", "category", "package_location"})
+    if (normalized.contains(key)) meta_text(normalized[key], key, meta_file);
   if (!normalized["kernel_predictors"].is_array() || normalized["kernel_predictors"].empty())
     throw Error("kernel_predictors in " + meta_file.string() + " must be a non-empty list of kernel names");
+  for (const auto& kernel : normalized["kernel_predictors"]) meta_text(kernel, "kernel_predictors", meta_file);
   PredictorEntry entry = predictor_from_json(normalized);
+  check_name("predictor", entry.name, meta_file.string());
+  check_name("predictor version", entry.version, meta_file.string());
+  for (const auto& kernel : entry.kernel_predictors) check_name("kernel", kernel, meta_file.string());
   if (entry.package_location.is_relative())
     entry.package_location = (fs::absolute(meta_file).parent_path() / entry.package_location).lexically_normal();
   if (!fs::is_directory(entry.package_location))

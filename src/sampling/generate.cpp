@@ -65,6 +65,40 @@ Existing existing_samples(const fs::path& results_dir, const std::string& kernel
   return out;
 }
 
+// A run killed between writing its models and its results file leaves models no results file names, and
+// possibly a temporary file of the model being written. Called under the sampling lock, so no other run
+// is writing: every file of `kernel` no results file of any kernel references is such a leftover.
+// (Any kernel: "a_b_prior_X.onnx" of kernel a_b also starts with "a_".)
+void remove_leftovers(const fs::path& kernels_dir, const fs::path& results_dir, const std::string& kernel) {
+  std::error_code ec;
+  if (!fs::is_directory(kernels_dir, ec)) return;
+  std::set<std::string> referenced;
+  if (fs::is_directory(results_dir, ec))
+    for (const auto& entry : fs::directory_iterator(results_dir)) {
+      if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+      Json data;
+      try {
+        data = io::load_json_file(entry.path());
+      } catch (const Error&) {
+        return;  // cannot tell what it references: keep everything
+      }
+      if (!data.is_object()) continue;
+      for (const auto& [name, items] : data.items())
+        if (items.is_object())
+          for (const auto& [id, item] : items.items())
+            if (item.is_object() && item.contains("model") && item["model"].is_string())
+              referenced.insert(fs::path(item["model"].get<std::string>()).filename().string());
+    }
+  size_t removed = 0;
+  for (const auto& entry : fs::directory_iterator(kernels_dir)) {
+    const std::string name = entry.path().filename().string();
+    const bool model = name.rfind(kernel + "_", 0) == 0 && entry.path().extension() == ".onnx";
+    const bool temp = name.rfind("." + kernel + "_", 0) == 0 && name.find(".onnx.tmp.") != std::string::npos;
+    if ((model && !referenced.count(name)) || temp) removed += fs::remove(entry.path(), ec) ? 1 : 0;
+  }
+  if (removed > 0) spdlog::info("Removed {} leftover files of an interrupted sampling run of {}", removed, kernel);
+}
+
 // Removes the models written so far if the call fails, so a failed run leaves no partial state.
 class WrittenFiles {
  public:
@@ -116,7 +150,9 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
                                     const std::string& mark, SamplingMode mode, const std::vector<KernelConfig>& configs,
                                     uint64_t seed) {
   const std::string& kernel = suite.name;
-  if (sample_num <= 0) throw Error("sample_num must be a positive integer, got " + std::to_string(sample_num));
+  if (sample_num <= 0 || sample_num > kMaxSampleNum)
+    throw Error("sample_num must be a positive integer of at most " + std::to_string(kMaxSampleNum) +
+                " (--num, INIT_SAMPLE_NUM or FINEGRAINED_SAMPLE_NUM), got " + std::to_string(sample_num));
   check_mark(mark);
   if (mode == SamplingMode::Finegrained && configs.empty())
     throw Error("fine-grained sampling of '" + kernel + "' needs at least one config to sample around");
@@ -141,6 +177,7 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
   // 2. Under the workspace lock: dedup against what is there, write models, then the results file.
   fs::create_directories(build_dir);
   io::FileLock lock(build_dir / ".sampling.lock");
+  remove_leftovers(kernels_dir, results_dir, kernel);
   Existing existing = existing_samples(results_dir, kernel);
   Json results = fs::exists(result.results_file) ? io::load_json_file(result.results_file) : Json::object();
   if (!results.is_object() || (results.contains(kernel) && !results[kernel].is_object()))

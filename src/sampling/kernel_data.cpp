@@ -2,7 +2,9 @@
 #include "nnmeter/kernel_data.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "common/io.h"
@@ -28,6 +30,9 @@ std::string csv_cell(const std::string& s) {
   }
   return out + "\"";
 }
+
+// A label a regressor can learn from: a finite, positive number of milliseconds.
+bool usable_label(const std::optional<double>& label) { return label && std::isfinite(*label) && *label > 0; }
 
 }  // namespace
 
@@ -70,11 +75,14 @@ KernelDataTable get_data_by_profiled_results(const std::string& kernel_type, con
   KernelDataTable table;
   table.columns.push_back("model_path");
   for (const auto& name : parser.needed_config()) table.columns.push_back(name);
-  size_t width = 0;
+  size_t width = 0, unusable = 0;
   for (const auto& [id, item] : kernel_data[kernel_type].items()) {
     if (!item.is_object() || !item.contains("config") || !item.contains(predict_label)) continue;
     std::optional<double> label = parse_latency_value(item[predict_label]);
-    if (!label || *label == 0.0) continue;  // failed profiling
+    if (!usable_label(label)) {  // failed profiling, or a file edited or written by another tool
+      ++unusable;
+      continue;
+    }
     std::vector<double> feature = parser.get_feature_by_config(item["config"]);
     if (width == 0) width = feature.size();
     if (feature.size() != width)
@@ -85,9 +93,12 @@ KernelDataTable get_data_by_profiled_results(const std::string& kernel_type, con
     table.features.push_back(std::move(feature));
     table.labels.push_back(*label);
   }
+  if (unusable > 0)
+    spdlog::warn("WARNING: skipped {} entries of '{}' whose '{}' is not a positive finite number", unusable, kernel_type,
+                 predict_label);
   if (table.features.empty())
     throw Error("no profiled '" + predict_label + "' for kernel '" + kernel_type +
-                "' (all missing or 0); check the latency files and profile_error.log");
+                "' (all missing, unparsable, 0, negative or not finite); check the latency files and profile_error.log");
   const size_t needed = table.columns.size() - 1;
   if (width < needed)
     throw Error("the feature parser of '" + kernel_type + "' returned fewer features than needed_config lists");

@@ -5,6 +5,7 @@
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/registry.h"
+#include "workspace/config_schema.h"
 #include "workspace/default_configs.h"
 
 namespace nnmeter {
@@ -47,12 +48,14 @@ Json with_predictorbuild_defaults(Json user, const fs::path& file) {
     for (const auto& [key, value] : base.items())
       if (!settings.contains(key) || settings[key].is_null()) settings[key] = value;
   }
+  check_predictorbuild_config(out, file.string());
   return out;
 }
 
-Json with_ruletest_defaults(const Json& user) {
+Json with_ruletest_defaults(const Json& user, const fs::path& file) {
   Json out = io::yaml_to_json(default_ruletest_config_yaml(), "default ruletest_config");
   for (const auto& [key, value] : user.items()) out[key] = value;
+  check_ruletest_config(out, file.string());
   return out;
 }
 
@@ -90,7 +93,7 @@ Workspace Workspace::load(const fs::path& root) {
   if (fs::exists(backend_file)) ws.backend_config = load_mapping(backend_file);
   ws.predictorbuild_config =
       with_predictorbuild_defaults(load_required(ws.root, kPredictorBuildConfig), ws.configs_dir() / kPredictorBuildConfig);
-  ws.ruletest_config = with_ruletest_defaults(load_required(ws.root, kRuleTestConfig));
+  ws.ruletest_config = with_ruletest_defaults(load_required(ws.root, kRuleTestConfig), ws.configs_dir() / kRuleTestConfig);
   return ws;
 }
 

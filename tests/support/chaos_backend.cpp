@@ -1,20 +1,39 @@
 // A backend plugin that misbehaves on purpose, for the profiler's isolation tests: a model whose file name
-// contains CRASH segfaults the process, HANG never returns, FAIL throws; every profile call is
-// counted in the file named by COUNTER ("<model> <pid>" per line) so tests can tell whether a model was
-// profiled again, and in which process. Every other model takes 2 ms, its runs spread by ±SPREAD ms.
+// contains CRASH segfaults the process, HANG never returns, FAIL throws, HUGE measures 1e308 ms; every
+// profile call is counted in the file named by COUNTER ("<model> <pid>" per line) so tests can tell
+// whether a model was profiled again, and in which process. Every other model takes 2 ms, its runs spread
+// by ±SPREAD ms.
+// NNMETER_CHAOS_CRASH=static|constructor|get_version segfaults while the library loads, in the
+// constructor or in get_version: what registration, check-env and connect must survive.
 #include <nnmeter/plugin.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 namespace {
 
 using nnmeter::plugin::json;
 
+void crash_if(const char* stage) {
+  const char* when = std::getenv("NNMETER_CHAOS_CRASH");
+  if (when != nullptr && std::strcmp(when, stage) == 0) ::raise(SIGSEGV);
+}
+
+const bool crashed_while_loading = [] {
+  crash_if("static");
+  return false;
+}();
+
 class chaosBackend : public nnmeter::plugin::Backend {
  public:
-  using Backend::Backend;
+  explicit chaosBackend(const json& config) : Backend(config) { crash_if("constructor"); }
+  std::string get_version() const override {
+    crash_if("get_version");
+    return "chaos 1";
+  }
   json params() const override {
     return json::array({{{"name", "COUNTER"}, {"type", "string"}, {"default", ""}, {"help", "file counting profile calls"}},
                         {{"name", "SPREAD"}, {"type", "float"}, {"default", 0.2}, {"help", "run-to-run spread, ms"}}});
@@ -28,6 +47,7 @@ class chaosBackend : public nnmeter::plugin::Backend {
     if (model.find("HANG") != std::string::npos)
       for (;;) ::pause();
     if (model.find("FAIL") != std::string::npos) throw std::runtime_error("cannot run this model");
+    if (model.find("HUGE") != std::string::npos) return {{"latency_ms", {1e308, 1e308, 1e308}}};
     const double spread = config_.value("SPREAD", 0.2);
     return {{"latency_ms", {2.0, 2.0 + spread, 2.0 - spread}}};
   }

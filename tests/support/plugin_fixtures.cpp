@@ -13,6 +13,14 @@ fs::path make_backend_package(const fs::path& dir, const std::string& name) {
   return meta;
 }
 
+fs::path make_chaos_package(const fs::path& dir) {
+  fs::create_directories(dir);
+  fs::copy_file(NNMETER_CHAOS_PLUGIN, dir / "backend.so", fs::copy_options::overwrite_existing);
+  write_text(dir / "meta.yaml", "builtinName: chaos\npackageLocation: " + dir.string() +
+                                    "\nclassModule: backend\nclassName: chaosBackend\n");
+  return dir / "meta.yaml";
+}
+
 fs::path make_kernel_package(const fs::path& dir, const std::string& name) {
   fs::create_directories(dir);
   const fs::path built = fs::path(NNMETER_EXAMPLE_KERNEL_PLUGIN).parent_path();

@@ -7,6 +7,8 @@ namespace nnmeter::test {
 
 // Creates <dir>/backend.so + config.yaml + meta_backend.yaml (builtinName `name`, className myBackend).
 fs::path make_backend_package(const fs::path& dir, const std::string& name = "my_backend");
+// Creates <dir>/backend.so (tests/support/chaos_backend.cpp) + meta.yaml (builtinName chaos).
+fs::path make_chaos_package(const fs::path& dir);
 // Creates <dir>/{kernel_script,config_sampler,feature_parser}.so + meta_kernel.yaml (builtin_name `name`).
 fs::path make_kernel_package(const fs::path& dir, const std::string& name = "mykernel");
 

@@ -1,0 +1,103 @@
+// Numbers in workspace configs and flags are checked with their range when loaded, before any work:
+// NaN, infinities, overflow, zero and negatives are one-line errors naming the file and the key.
+#include "support/cli_expect.h"
+
+namespace nnmeter::test {
+namespace {
+
+using Cases = std::vector<std::pair<std::string, std::string>>;  // config text → part of the message
+
+class HardeningConfigs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const CliResult r = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, home);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  fs::path config(const std::string& name) const { return ws / "configs" / name; }
+
+  // Fails with one line holding `message` (and `file`, if given), before any file was written.
+  void expect_refused(const std::vector<std::string>& args, const std::string& message, const std::string& file = "") {
+    const CliResult r = run_cli(args, home);
+    expect_one_line_error(r, message);
+    EXPECT_TRUE(contains(r.err, file + ": ")) << r.err;
+    EXPECT_FALSE(fs::exists(ws / "predictor_build")) << "work started before the check";
+  }
+
+  // Writes each case's text as configs/<file> and runs `args`: each must be refused naming the file.
+  void expect_each_refused(const std::string& file, const Cases& cases, const std::vector<std::string>& args) {
+    for (const auto& [text, message] : cases) {
+      write_text(config(file), text + "\n");
+      expect_refused(args, message, file);
+    }
+  }
+
+  std::vector<std::string> sample_fc() const {
+    return {"sample", "--workspace", ws.string(), "--kernel", "fc", "--num", "2", "--seed", "1"};
+  }
+  std::vector<std::string> build_fc() const {
+    return {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--kernels", "fc"};
+  }
+
+  TempDir tmp;
+  fs::path home = tmp / "home", ws = tmp / "ws";
+};
+
+TEST_F(HardeningConfigs, KernelSettingsOutOfRange) {
+  Cases cases;
+  for (const auto& [line, message] : Cases{
+           {"INIT_SAMPLE_NUM: 4294967297", "KERNELS.fc.INIT_SAMPLE_NUM must be an integer in [1, 100000], got 4294967297"},
+           {"INIT_SAMPLE_NUM: 0", "got 0"},
+           {"INIT_SAMPLE_NUM: -5", "got -5"},
+           {"INIT_SAMPLE_NUM: .nan", "got nan"},
+           {"INIT_SAMPLE_NUM: 1.5", "got 1.5"},
+           {"ITERATION: 1000", "KERNELS.fc.ITERATION"},
+           {"ERROR_THRESHOLD: .nan", "KERNELS.fc.ERROR_THRESHOLD must be a number in (0, 10], got nan"},
+           {"ERROR_THRESHOLD: .inf", "got inf"},
+           {"ERROR_THRESHOLD: 0", "got 0"},
+           {"ERROR_THRESHOLD: -0.1", "got -0.1"}})
+    cases.push_back({"KERNELS:\n  fc:\n    " + line, message});
+  expect_each_refused("predictorbuild_config.yaml", cases, sample_fc());
+}
+
+TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
+  expect_each_refused("predictorbuild_config.yaml",
+                      {{"DETAIL: maybe", "DETAIL must be TRUE or FALSE, got \"maybe\""},
+                       {"BATCH_SIZE: 0", "BATCH_SIZE must be an integer in [1, 4096], got 0"},
+                       {"BATCH_SIZE: 99999999999999999999", "BATCH_SIZE must be an integer"},
+                       {"PRIOR_CONFIG_LIB: {a: 1}", "PRIOR_CONFIG_LIB must be a text value"}},
+                      sample_fc());
+  // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
+  expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());
+}
+
+TEST_F(HardeningConfigs, RuleTestConfig) {
+  expect_each_refused("ruletest_config.yaml",
+                      {{"HW: 100000", "HW must be an integer in [1, 2048], got 100000"},
+                       {"EMP_ALPHA: .nan", "EMP_ALPHA must be a number in [0, 100], got nan"},
+                       {"CIN: 32768\nHW: 2048", "CIN x HW x HW is"},
+                       {"LAYERS_1D: {fc: 1}", "LAYERS_1D must be a list of names"}},
+                      sample_fc());
+}
+
+TEST_F(HardeningConfigs, BackendConfigValues) {
+  const Cases cases = {{"NUM_RUNS: 4294967297", "key 'NUM_RUNS' must be an integer in [1, 1000000], got 4294967297"},
+                       {"MIN_TIME_MS: .nan", "key 'MIN_TIME_MS' must be a number in [0, 3600000], got nan"},
+                       {"MAX_BUSY: -1", "key 'MAX_BUSY'"}};
+  expect_each_refused("backend_config.yaml", cases, {"connect", "--backend", "onednn_cpu", "--workspace", ws.string()});
+  expect_each_refused("backend_config.yaml", cases, build_fc());
+}
+
+TEST_F(HardeningConfigs, Flags) {
+  for (const std::string bad : {"nan", "inf", "0", "-3", "1e300"})
+    expect_refused({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--timeout", bad}, "--timeout must be");
+  expect_refused({"sample", "--workspace", ws.string(), "--kernel", "fc", "--num", "2000000000"},
+                 "at most 100000 (--num, INIT_SAMPLE_NUM or FINEGRAINED_SAMPLE_NUM), got 2000000000");
+  expect_refused({"sample", "--workspace", ws.string(), "--kernel", "fc", "--num", "0"}, "got 0");
+  expect_refused({"backend", "onednn_cpu", "profile", "--onnx-path", config("backend_config.yaml").string(), "--num-runs",
+                  "-1"},
+                 "NUM_RUNS");
+}
+
+}  // namespace
+}  // namespace nnmeter::test
