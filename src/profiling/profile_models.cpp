@@ -77,12 +77,13 @@ ProfileOutcome outcome_from_records(const std::string& id, const std::vector<Jso
   ProfileOutcome o;
   o.id = id;
   for (const Json& r : records) {
-    if (!r.value("ok", false)) {
+    const LatencyStats stats = r.value("ok", false) ? stats_from_json(r) : LatencyStats{};
+    if (!(stats.median > 0)) {
       ++o.failed_repeats;
-      if (o.error.empty()) o.error = r.value("error", "unknown error");
+      if (o.error.empty()) o.error = r.value("error", "no valid latency in the journal record");
       continue;
     }
-    o.repeats.push_back(stats_from_json(r));
+    o.repeats.push_back(stats);
     o.repeats_ms.push_back(o.repeats.back().median);
     o.repeat_times.push_back(r.value("t", 0.0));
     if (o.converted_files.empty()) o.converted_files = paths_from_json(r.value("files", Json::array()));

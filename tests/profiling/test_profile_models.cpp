@@ -154,6 +154,17 @@ TEST_F(ProfileModels, TheMeasuringOrderIsShuffledBySeedAcrossBatches) {
   EXPECT_TRUE(differs) << "the order does not depend on the seed";
 }
 
+// A journal written before workers refused non-finite latencies may hold `null` for an "ok" record: the
+// repeat counts as failed, the run goes on.
+TEST_F(ProfileModels, AnOkRecordWithoutALatencyIsAFailedRepeat) {
+  test::write_text(tmp / "j.jsonl", "{\"id\": \"AAAAAA\", \"ok\": true, \"median\": null, \"samples_ms\": [null]}\n");
+  const auto outcomes = profile_models({jobs[0], jobs[2]}, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_FALSE(outcomes.at("AAAAAA").ok);
+  EXPECT_EQ(outcomes.at("AAAAAA").failed_repeats, 1);
+  EXPECT_NE(outcomes.at("AAAAAA").error.find("no valid latency"), std::string::npos) << outcomes.at("AAAAAA").error;
+  EXPECT_TRUE(outcomes.at("CCCCCC").ok);
+}
+
 TEST_F(ProfileModels, UnknownBackendFailsTheRunWithOneLine) {
   options.backend = "ghost";
   try {
