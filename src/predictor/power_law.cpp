@@ -101,8 +101,7 @@ PowerLaw PowerLaw::from_json(const Json& j, size_t feature_count, const std::str
                   " numbers): rebuild the predictor");
     std::vector<double> v;
     for (const auto& x : j[key]) {
-      if (!x.is_number() || !std::isfinite(x.get<double>()))
-        throw Error(origin + " has a power-law baseline value that is not a finite number: rebuild the predictor");
+      if (!x.is_number()) throw Error(origin + " has a non-numeric power-law baseline value: rebuild the predictor");
       v.push_back(x.get<double>());
     }
     return v;
@@ -110,8 +109,7 @@ PowerLaw PowerLaw::from_json(const Json& j, size_t feature_count, const std::str
   PowerLaw law;
   law.scale_ = numbers("scale", feature_count);
   law.coef_ = numbers("coef", feature_count + 1);
-  if (!j.contains("overhead") || !j["overhead"].is_number() || !(j["overhead"].get<double>() >= 0) ||
-      !std::isfinite(j["overhead"].get<double>()))
+  if (!j.contains("overhead") || !j["overhead"].is_number() || !(j["overhead"].get<double>() >= 0))
     throw Error(origin + " has a power-law baseline without a valid 'overhead': rebuild the predictor");
   law.overhead_ = j["overhead"].get<double>();
   for (double s : law.scale_)

@@ -93,19 +93,6 @@ TEST_F(TreeValidation, ValuesMustBeFinite) {
   expect_refused(base, "has base_score 'nan', not a finite number");
 }
 
-// JSON has no inf, but a number beyond double range parses as one.
-TEST_F(TreeValidation, BaselineMustBeFinite) {
-  Json m = *model_;
-  Json& attributes = m["learner"]["attributes"];
-  ASSERT_TRUE(attributes.contains("nnmeter_power_law"));
-  Json law = Json::parse(attributes["nnmeter_power_law"].get<std::string>());
-  law["coef"][0] = 12345.5;
-  std::string text = law.dump();
-  text.replace(text.find("12345.5"), 7, "1e400");
-  attributes["nnmeter_power_law"] = text;
-  expect_refused(m, "has a power-law baseline value that is not a finite number");
-}
-
 TEST_F(TreeValidation, ArraysAndCountsMustAgree) {
   Json shorter = *model_;
   tree(shorter, 0)["split_type"].erase(0);
