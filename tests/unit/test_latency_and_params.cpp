@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/latency.h"
+#include "support/test_support.h"
 
 namespace nnmeter {
 namespace {
@@ -39,10 +42,27 @@ TEST(LatencyStats, MedianMeanStdMinMax) {
 }
 
 std::vector<BackendParam> params() {
-  return {{"NUM_THREADS", BackendParam::Type::Int, 1, "threads"},
-          {"MIN_TIME_MS", BackendParam::Type::Float, 10.0, "minimum measuring time"},
-          {"PIN", BackendParam::Type::Bool, true, "pin to a core"},
-          {"ISA", BackendParam::Type::String, "", "instruction set cap"}};
+  return {{"NUM_THREADS", BackendParam::Type::Int, 1, "threads", 1, 64},
+          {"MIN_TIME_MS", BackendParam::Type::Float, 10.0, "minimum measuring time", {}, {}},
+          {"PIN", BackendParam::Type::Bool, true, "pin to a core", {}, {}},
+          {"ISA", BackendParam::Type::String, "", "instruction set cap", {}, {}}};
+}
+
+// Values the backend would silently turn into others: out of the declared range, NaN, infinities, and
+// integers a 32-bit int cannot hold when no range is declared.
+TEST(BackendParams, RangesAndNonFiniteValuesAreRefused) {
+  const auto error = [](const Json& config) {
+    return test::error_of([&] { resolve_backend_config(params(), config, "cfg.yaml"); });
+  };
+  EXPECT_EQ(error({{"NUM_THREADS", 65}}), "cfg.yaml: key 'NUM_THREADS' must be an integer in [1, 64], got 65");
+  EXPECT_EQ(error({{"NUM_THREADS", 0}}), "cfg.yaml: key 'NUM_THREADS' must be an integer in [1, 64], got 0");
+  EXPECT_EQ(error({{"MIN_TIME_MS", std::nan("")}}), "cfg.yaml: key 'MIN_TIME_MS' must be a number (finite), got nan");
+  EXPECT_EQ(error({{"MIN_TIME_MS", HUGE_VAL}}), "cfg.yaml: key 'MIN_TIME_MS' must be a number (finite), got inf");
+  EXPECT_EQ(error({{"MIN_TIME_MS", 1e300}}), "");
+  std::vector<BackendParam> unbounded = params();
+  unbounded[0].min = unbounded[0].max = std::nullopt;
+  EXPECT_EQ(test::error_of([&] { resolve_backend_config(unbounded, Json{{"NUM_THREADS", 4294967297}}, "cfg.yaml"); }),
+            "cfg.yaml: key 'NUM_THREADS' must be an integer of 32 bits, got 4294967297");
 }
 
 TEST(BackendParams, DefaultsAreFilledAndTypesChecked) {
