@@ -19,8 +19,15 @@ using test::TempDir;
 TEST(WorkerHardening, ImpossibleLatencyIsALostSampleNotAStoppedRun) {
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, test::make_chaos_package(tmp / "chaos"));
-  const ProfilerOptions options{"chaos", {{"COUNTER", (tmp / "calls.txt").string()}}, tmp / "home", tmp / "work", 30,
-                                NNMETER_CLI_PATH, "test", false};
+  ProfilerOptions options;
+  options.backend = "chaos";
+  options.backend_config = {{"COUNTER", (tmp / "calls.txt").string()}, {"REPEATS", 1}};
+  options.registry_home = tmp / "home";
+  options.work_dir = tmp / "work";
+  options.timeout_s = 30;
+  options.worker_executable = NNMETER_CLI_PATH;
+  options.label = "test";
+  options.progress = false;
   std::vector<ProfileJob> jobs;
   for (const std::string id : {"AAAAAA", "BHUGEX", "CCCCCC"}) {
     const fs::path model = tmp / "models" / (id + ".onnx");
