@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Model-level accuracy under the repeat protocol: build kernel predictors for onednn_cpu with every sample
 # measured in 5 independent repeats (one shuffled order across all kernels, drift probes), then
-# `nn-meter evaluate` on 60 CNN variants (all families, widths x resolutions) measured by the same protocol,
+# `nn-meter evaluate` on 55 CNN variants (all families, widths x resolutions) measured by the same protocol,
 # reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
