@@ -91,7 +91,7 @@ Json resolve_backend_config(const std::vector<BackendParam>& params, const Json&
   Json out = Json::object();
   for (const auto& p : params) out[p.name] = p.default_value;
   for (const auto& [key, value] : user.items()) {
-    const auto it = std::find_if(params.begin(), params.end(), [&](const BackendParam& p) { return p.name == key; });
+    const auto it = std::find_if(params.begin(), params.end(), [&key = key](const BackendParam& p) { return p.name == key; });
     if (it == params.end()) {
       std::string known;
       for (const auto& p : params) known += (known.empty() ? "" : ", ") + p.name;

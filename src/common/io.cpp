@@ -159,6 +159,8 @@ Json load_json_file(const fs::path& path) {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
     throw Error(path.string() + " is not valid JSON (byte " + std::to_string(e.byte) + ")");
+  } catch (const Json::exception& e) {  // a number beyond double range is out_of_range, not a parse error
+    throw Error(path.string() + " is not valid JSON (" + e.what() + ")");
   }
 }
 

@@ -27,6 +27,12 @@ const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, std::string_view
   return nullptr;
 }
 
+// The i-th input; a node with fewer makes inference give up (ONNX's schema check then reports it).
+const std::string& input(const onnx::NodeProto& n, int i) {
+  require(i < n.input_size());
+  return n.input(i);
+}
+
 int64_t int_attr(const onnx::NodeProto& n, std::string_view name, int64_t fallback) {
   const auto* a = find_attr(n, name);
   return a ? a->i() : fallback;
@@ -112,12 +118,12 @@ class Inference {
   }
 
   void infer(const onnx::NodeProto& n) {
-    require(n.domain().empty() || n.domain() == "ai.onnx");
+    require((n.domain().empty() || n.domain() == "ai.onnx") && n.output_size() >= 1);
     const std::string& op = n.op_type();
     for (const auto& in : n.input())
       if (!in.empty() && op != "Constant") shape(in);  // every input known, or give up
     if (is_unary(op)) return unary(n);
-    if (is_binary(op)) return set(n, broadcast(shape(n.input(0)), shape(n.input(1))));
+    if (is_binary(op)) return set(n, broadcast(shape(input(n, 0)), shape(input(n, 1))));
     if (op == "Conv") return conv(n);
     if (op == "MaxPool" || op == "AveragePool") return pool(n);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n);
@@ -136,9 +142,9 @@ class Inference {
   }
 
   void unary(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     if (n.op_type() == "Cast")
-      if (auto it = values_.find(n.input(0)); it != values_.end()) values_[n.output(0)] = it->second;
+      if (auto it = values_.find(input(n, 0)); it != values_.end()) values_[n.output(0)] = it->second;
     // Dropout's mask has the input's shape; BatchNormalization's training outputs are not inferred here.
     require(n.output_size() == 1 || n.op_type() == "Dropout");
     for (int i = 0; i < n.output_size(); ++i) set(n, in, i);
@@ -172,8 +178,8 @@ class Inference {
 
   void conv(const onnx::NodeProto& n) {
     require(n.input_size() >= 2 && n.output_size() == 1);
-    const Shape& in = shape(n.input(0));
-    const Shape& w = shape(n.input(1));
+    const Shape& in = shape(input(n, 0));
+    const Shape& w = shape(input(n, 1));
     const int64_t group = int_attr(n, "group", 1);
     require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] % group == 0 && in[1] / group == w[1] &&
             w[0] % group == 0);
@@ -185,22 +191,22 @@ class Inference {
 
   void pool(const onnx::NodeProto& n) {
     require(n.output_size() == 1);
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     const auto kernel = ints_attr(n, "kernel_shape");
     require(kernel.has_value());
     window(n, in, *kernel, in.size() > 1 ? in[1] : 0, int_attr(n, "ceil_mode", 0) != 0);
   }
 
   void global_pool(const onnx::NodeProto& n) {
-    Shape out = shape(n.input(0));
+    Shape out = shape(input(n, 0));
     require(out.size() >= 2);
     std::fill(out.begin() + 2, out.end(), 1);
     set(n, std::move(out));
   }
 
   void gemm(const onnx::NodeProto& n) {
-    const Shape& a = shape(n.input(0));
-    const Shape& b = shape(n.input(1));
+    const Shape& a = shape(input(n, 0));
+    const Shape& b = shape(input(n, 1));
     require(a.size() == 2 && b.size() == 2);
     const bool ta = int_attr(n, "transA", 0) != 0, tb = int_attr(n, "transB", 0) != 0;
     require(a[ta ? 0 : 1] == b[tb ? 1 : 0]);
@@ -208,7 +214,7 @@ class Inference {
   }
 
   void flatten(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     int64_t axis = int_attr(n, "axis", 1);
     const int64_t rank = static_cast<int64_t>(in.size());
     require(axis >= -rank && axis <= rank);
@@ -220,16 +226,16 @@ class Inference {
 
   void concat(const onnx::NodeProto& n) {
     require(n.input_size() > 0);
-    Shape out = shape(n.input(0));
+    Shape out = shape(input(n, 0));
     const size_t axis = axis_index(int_attr(n, "axis", 0), out.size());
     bool all_values = true;
     std::vector<int64_t> joined;
     for (int i = 0; i < n.input_size(); ++i) {
-      const Shape& s = shape(n.input(i));
+      const Shape& s = shape(input(n, i));
       require(s.size() == out.size());
       for (size_t d = 0; d < s.size(); ++d) require(d == axis || s[d] == out[d]);
       if (i > 0) out[axis] += s[axis];
-      auto it = values_.find(n.input(i));
+      auto it = values_.find(input(n, i));
       all_values = all_values && it != values_.end();
       if (all_values) joined.insert(joined.end(), it->second.begin(), it->second.end());
     }
@@ -238,12 +244,12 @@ class Inference {
   }
 
   void split(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     const size_t axis = axis_index(int_attr(n, "axis", 0), in.size());
     require(!find_attr(n, "num_outputs"));
     std::vector<int64_t> sizes;
     if (auto attr = ints_attr(n, "split")) sizes.assign(attr->begin(), attr->end());
-    else if (n.input_size() > 1 && !n.input(1).empty()) sizes = values(n.input(1));
+    else if (n.input_size() > 1 && !input(n, 1).empty()) sizes = values(input(n, 1));
     else {
       const int64_t parts = n.output_size();
       require(parts > 0 && in[axis] % parts == 0);
@@ -260,8 +266,8 @@ class Inference {
   }
 
   void reshape(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
-    const std::vector<int64_t>& target = values(n.input(1));
+    const Shape& in = shape(input(n, 0));
+    const std::vector<int64_t>& target = values(input(n, 1));
     const bool allow_zero = int_attr(n, "allowzero", 0) != 0;
     const int64_t total = std::accumulate(in.begin(), in.end(), int64_t{1}, std::multiplies<>());
     Shape out;
@@ -292,7 +298,7 @@ class Inference {
   }
 
   void transpose(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     std::vector<int64_t> perm(in.size());
     std::iota(perm.rbegin(), perm.rend(), 0);
     if (auto attr = ints_attr(n, "perm")) perm.assign(attr->begin(), attr->end());
@@ -303,11 +309,11 @@ class Inference {
   }
 
   void reduce_mean(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     require(int_attr(n, "noop_with_empty_axes", 0) == 0);
     std::vector<int64_t> axes;
     if (auto attr = ints_attr(n, "axes")) axes.assign(attr->begin(), attr->end());
-    else if (n.input_size() > 1 && !n.input(1).empty()) axes = values(n.input(1));
+    else if (n.input_size() > 1 && !input(n, 1).empty()) axes = values(input(n, 1));
     std::vector<bool> reduced(in.size(), axes.empty());
     for (int64_t a : axes) reduced[axis_index(a, in.size())] = true;
     const bool keep = int_attr(n, "keepdims", 1) != 0;
@@ -321,20 +327,20 @@ class Inference {
 
   void shape_op(const onnx::NodeProto& n) {
     require(!find_attr(n, "start") && !find_attr(n, "end"));
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     values_[n.output(0)] = in;
     set(n, {static_cast<int64_t>(in.size())});
   }
 
   void gather(const onnx::NodeProto& n) {
-    const Shape& data = shape(n.input(0));
-    const Shape& indices = shape(n.input(1));
+    const Shape& data = shape(input(n, 0));
+    const Shape& indices = shape(input(n, 1));
     const size_t axis = axis_index(int_attr(n, "axis", 0), data.size());
     Shape out(data.begin(), data.begin() + static_cast<std::ptrdiff_t>(axis));
     out.insert(out.end(), indices.begin(), indices.end());
     out.insert(out.end(), data.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.end());
-    auto dv = values_.find(n.input(0));
-    auto iv = values_.find(n.input(1));
+    auto dv = values_.find(input(n, 0));
+    auto iv = values_.find(input(n, 1));
     if (data.size() == 1 && dv != values_.end() && iv != values_.end()) {
       std::vector<int64_t> picked;
       for (int64_t i : iv->second) picked.push_back(dv->second[axis_index(i, dv->second.size())]);
@@ -344,10 +350,10 @@ class Inference {
   }
 
   void unsqueeze(const onnx::NodeProto& n) {
-    const Shape& in = shape(n.input(0));
+    const Shape& in = shape(input(n, 0));
     std::vector<int64_t> axes;
     if (auto attr = ints_attr(n, "axes")) axes.assign(attr->begin(), attr->end());
-    else axes = values(n.input(1));
+    else axes = values(input(n, 1));
     const size_t rank = in.size() + axes.size();
     std::vector<bool> inserted(rank, false);
     for (int64_t a : axes) {
@@ -357,7 +363,7 @@ class Inference {
     }
     Shape out;
     for (size_t i = 0, j = 0; i < rank; ++i) out.push_back(inserted[i] ? 1 : in[j++]);
-    if (auto it = values_.find(n.input(0)); it != values_.end()) values_[n.output(0)] = it->second;
+    if (auto it = values_.find(input(n, 0)); it != values_.end()) values_[n.output(0)] = it->second;
     set(n, std::move(out));
   }
 
