@@ -11,6 +11,7 @@ namespace nnmeter {
 namespace {
 
 constexpr int kMaxRepeats = 100;
+constexpr int kMaxProbeEvery = 1000000;
 
 }  // namespace
 
@@ -19,12 +20,15 @@ const std::vector<BackendParam>& protocol_params() {
   static const std::vector<BackendParam> params = {
       {"REPEATS", T::Int, 5,
        "Independent repeats of every measurement, each in a fresh worker process (the latency level is set per "
-       "process; one process's rounds agree with each other but not with the next process)"},
+       "process; one process's rounds agree with each other but not with the next process)",
+       1, kMaxRepeats},
       {"REPEAT_STATISTIC", T::String, "min",
-       "The latency recorded from the repeats: min, median or mean (the minimum repeats best between runs)"},
+       "The latency recorded from the repeats: min, median or mean (the minimum repeats best between runs)",
+       std::nullopt, std::nullopt},
       {"DRIFT_PROBE_EVERY", T::Int, 0,
        "Measure the drift probes (fixed models) at the start and after every this many measurements, to report "
-       "slow drift of the device over a long run; 0: no probes"}};
+       "slow drift of the device over a long run; 0: no probes",
+       0, kMaxProbeEvery}};
   return params;
 }
 
@@ -64,7 +68,7 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
     return v.get<int>();
   };
   p.repeats = integer("REPEATS", p.repeats, 1, kMaxRepeats);
-  p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, 1000000);
+  p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, kMaxProbeEvery);
   if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
     const Json& v = config["REPEAT_STATISTIC"];
     const std::string s = v.is_string() ? v.get<std::string>() : "";

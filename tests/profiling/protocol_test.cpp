@@ -6,7 +6,7 @@
 namespace nnmeter {
 namespace {
 
-std::vector<BackendParam> own_params() { return {{"NUM_RUNS", BackendParam::Type::Int, 10, "runs"}}; }
+std::vector<BackendParam> own_params() { return {{"NUM_RUNS", BackendParam::Type::Int, 10, "runs", 1, 1000}}; }
 
 TEST(Protocol, KeysAreEveryBackendsAndNeverReachTheBackend) {
   const Json resolved = resolve_backend_config(own_params(), Json{{"REPEATS", 3}}, "cfg.yaml");
