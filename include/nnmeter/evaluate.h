@@ -6,6 +6,8 @@
 
 #include <map>
 #include <optional>
+#include <tuple>
+#include <vector>
 
 #include "nnmeter/common.h"
 #include "nnmeter/protocol.h"
@@ -24,6 +26,28 @@ struct EvaluateSettings {
   fs::path worker_executable;     // empty: find_worker_executable()
   bool progress = true;
   uint64_t seed = 1;
+  // Also measure every kernel the predictor detects in the models, alone, as the builder measures its
+  // samples (the predictor kernel's model for that config), to split each model's error into what the
+  // kernel predictors miss and what summing kernels measured alone misses (composition).
+  bool kernels = false;
+};
+
+// One distinct (predictor kernel, config) of the evaluated models, measured alone by the protocol.
+struct KernelEvaluation {
+  std::string id, kernel;  // kernel: the predictor kernel whose model and regressor were used
+  Json config = Json::object();
+  double predicted_ms = 0;  // one group
+  std::optional<double> measured_ms;
+  std::vector<double> repeats_ms;
+  size_t uses = 0;  // kernels of the evaluated models with this config (groups counted once)
+  std::string error;
+  std::optional<double> relative_error() const;
+};
+
+// A model's kernels measured alone: predicted = measured model × (1 + predictor) × (1 + composition).
+struct KernelSplit {
+  double predicted_ms = 0, measured_ms = 0;  // Σ over the model's predicted kernels
+  double predictor_error() const { return predicted_ms / measured_ms - 1; }
 };
 
 struct ModelEvaluation {
@@ -34,6 +58,19 @@ struct ModelEvaluation {
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored
   std::optional<double> relative_error() const;     // predicted / measured - 1
+  // With EvaluateSettings::kernels: (kernel id, groups, predicted ms of all groups) of each predicted kernel,
+  // and the split once every one of them was measured.
+  std::vector<std::tuple<std::string, int64_t, double>> kernel_uses;
+  std::optional<KernelSplit> split;
+  std::optional<double> composition_error() const;  // Σ kernels measured alone / model measured - 1
+};
+
+// The kernels of one predictor kernel over all evaluated models.
+struct KernelTypeSummary {
+  size_t configs = 0, measured = 0;   // distinct configs, of which measured
+  double within10 = 0, rmspe = 0;     // over the measured distinct configs
+  double predicted_ms = 0, measured_ms = 0;  // Σ over every use in the models, groups included
+  Json to_json() const;
 };
 
 // Prediction accuracy over a set of scored models, next to their measurement repeatability.
@@ -52,6 +89,9 @@ struct EvaluateReport {
   std::vector<ModelEvaluation> models;
   AccuracySummary summary;
   std::map<std::string, AccuracySummary> by_family;
+  std::map<std::string, KernelEvaluation> kernels;            // with EvaluateSettings::kernels, by id
+  std::map<std::string, KernelTypeSummary> by_kernel_type;  // idem, by predictor kernel
+  std::string kernels_csv() const;
   Json to_json() const;
   std::string to_csv() const;
   std::string to_table() const;  // the terminal table with the summary lines

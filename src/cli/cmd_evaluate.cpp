@@ -19,6 +19,7 @@ struct EvaluateArgs {
   int repeats = 0;
   double timeout_s = 300;
   uint64_t seed = 1;
+  bool kernels = false;
 };
 
 void run_evaluate(Context& ctx, const EvaluateArgs& a) {
@@ -37,6 +38,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
   s.timeout_s = a.timeout_s;
   s.progress = !ctx.json;
   s.seed = a.seed;
+  s.kernels = a.kernels;
   const EvaluateReport report = evaluate(ctx.registry, s);
   const fs::path html = a.report.empty() ? s.work_dir / "report.html" : fs::absolute(a.report);
   io::write_file_atomic(html, report.to_html());
@@ -45,6 +47,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
     out["files"] = {{"report", html.string()},
                     {"json", (s.work_dir / "results.json").string()},
                     {"csv", (s.work_dir / "results.csv").string()}};
+    if (s.kernels) out["files"]["kernels_csv"] = (s.work_dir / "kernels.csv").string();
     std::cout << out.dump(2) << std::endl;
   } else {
     const std::string table = report.to_table();
@@ -80,6 +83,9 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
       ->capture_default_str();
   cmd->add_option("--report", a->report, "the HTML report; default: <work-dir>/report.html");
   cmd->add_option("--timeout", a->timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
+  cmd->add_flag("--kernels", a->kernels,
+                "also measure every kernel the predictor detects, alone, to split each model's error into the kernel "
+                "predictors' and the composition's (kernels.csv)");
   cmd->add_option("--seed", a->seed, "seed of the shuffled measuring order")->capture_default_str();
   cmd->callback([&ctx, a] { run_evaluate(ctx, *a); });
 }

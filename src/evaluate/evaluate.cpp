@@ -10,6 +10,7 @@
 #include "common/hash.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
+#include "nnmeter/kernel.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
 
@@ -42,7 +43,36 @@ LatencyPredictor load_predictor(const Registry& registry, const EvaluateSettings
   return LatencyPredictor::load(registry, s.predictor, s.predictor_version);
 }
 
+// The builder's model of one kernel config, written once per config into the work dir.
+fs::path kernel_model(const Registry& registry, const fs::path& dir, const KernelEvaluation& k,
+                      std::map<std::string, KernelSuite>& suites) {
+  const fs::path file = dir / (k.id + ".onnx");
+  if (fs::exists(file)) return file;
+  auto it = suites.find(k.kernel);
+  if (it == suites.end()) it = suites.emplace(k.kernel, find_kernel(registry, k.kernel).create(Json::object())).first;
+  fs::create_directories(dir);
+  io::write_file_atomic(file, it->second.kernel->build_onnx(k.config, 1));
+  return file;
+}
+
+double rel(double predicted, double measured) { return predicted / measured - 1; }
+
 }  // namespace
+
+std::optional<double> KernelEvaluation::relative_error() const {
+  if (!measured_ms || !(*measured_ms > 0)) return std::nullopt;
+  return rel(predicted_ms, *measured_ms);
+}
+
+std::optional<double> ModelEvaluation::composition_error() const {
+  if (!split || !measured_ms || !(*measured_ms > 0) || !(split->measured_ms > 0)) return std::nullopt;
+  return rel(split->measured_ms, *measured_ms);
+}
+
+Json KernelTypeSummary::to_json() const {
+  return {{"configs", configs},   {"measured", measured},         {"within10", within10},
+          {"rmspe", rmspe},       {"predicted_ms", predicted_ms}, {"measured_ms", measured_ms}};
+}
 
 std::string model_family(const std::string& stem) {
   static const std::regex suffix(R"(^(.+?)(_r\d+)?(_w[0-9.]+)?$)");
@@ -86,6 +116,48 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
   return s;
 }
 
+namespace {
+
+void split_by_kernels(EvaluateReport& report) {
+  for (ModelEvaluation& m : report.models) {
+    if (m.kernel_uses.empty()) continue;
+    KernelSplit split;
+    bool complete = true;
+    for (const auto& [kid, groups, predicted] : m.kernel_uses) {
+      const KernelEvaluation& k = report.kernels.at(kid);
+      if (!k.measured_ms) {
+        complete = false;
+        continue;
+      }
+      KernelTypeSummary& t = report.by_kernel_type[k.kernel];
+      t.predicted_ms += predicted;
+      t.measured_ms += *k.measured_ms * static_cast<double>(groups);
+      split.predicted_ms += predicted;
+      split.measured_ms += *k.measured_ms * static_cast<double>(groups);
+    }
+    if (complete && split.measured_ms > 0) m.split = split;
+  }
+  std::map<std::string, std::pair<double, size_t>> squares_within;
+  for (const auto& [kid, k] : report.kernels) {
+    KernelTypeSummary& t = report.by_kernel_type[k.kernel];
+    ++t.configs;
+    const auto e = k.relative_error();
+    if (!e) continue;
+    ++t.measured;
+    auto& [sq, within] = squares_within[k.kernel];
+    sq += *e * *e;
+    within += std::abs(*e) <= 0.10;
+  }
+  for (auto& [name, t] : report.by_kernel_type) {
+    if (t.measured == 0) continue;
+    const auto& [sq, within] = squares_within[name];
+    t.rmspe = 100 * std::sqrt(sq / static_cast<double>(t.measured));
+    t.within10 = static_cast<double>(within) / static_cast<double>(t.measured);
+  }
+}
+
+}  // namespace
+
 EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settings) {
   const std::vector<fs::path> files = expand_models(settings.onnx);
   const LatencyPredictor predictor = load_predictor(registry, settings);
@@ -113,7 +185,22 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     m.name = file.stem().string();
     m.family = model_family(m.name);
     try {
-      m.predicted_ms = predictor.predict_file(file).latency_ms;
+      const ModelPrediction p = predictor.predict_file(file);
+      m.predicted_ms = p.latency_ms;
+      if (settings.kernels)
+        for (const KernelPrediction& k : p.kernels) {
+          if (k.predictor_kernel.empty()) continue;
+          const std::string kid = fmt::format("{}@{:016x}", k.predictor_kernel, fnv1a(k.config.dump(), config_hash));
+          KernelEvaluation& ke = report.kernels[kid];
+          if (ke.id.empty()) {
+            ke.id = kid;
+            ke.kernel = k.predictor_kernel;
+            ke.config = k.config;
+            ke.predicted_ms = k.latency_ms / static_cast<double>(std::max<int64_t>(1, k.groups));
+          }
+          ++ke.uses;
+          m.kernel_uses.emplace_back(kid, k.groups, k.latency_ms);
+        }
     } catch (const std::exception& e) {
       m.error = fmt::format("prediction failed: {}", e.what());
       spdlog::warn("{}: {}", m.name, m.error);
@@ -123,6 +210,17 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     job_ids.push_back(id);
     if (m.predicted_ms) jobs.push_back(ProfileJob{id, file, {}});
     report.models.push_back(std::move(m));
+  }
+
+  // Kernels go into the same shuffled order as the models: drift must not line up with what is measured.
+  std::map<std::string, KernelSuite> suites;
+  for (auto& [kid, k] : report.kernels) {
+    try {
+      jobs.push_back(ProfileJob{kid, kernel_model(registry, settings.work_dir / "kernels", k, suites), {}});
+    } catch (const std::exception& e) {
+      k.error = fmt::format("no model for this kernel: {}", e.what());
+      spdlog::warn("{} {}: {}", k.kernel, k.config.dump(), k.error);
+    }
   }
 
   ProfilerOptions options;
@@ -154,6 +252,18 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     if (one.samples > 0) m.split_half_deviation = one.median_deviation;
   }
 
+  for (auto& [kid, k] : report.kernels) {
+    const auto it = outcomes.find(kid);
+    if (it == outcomes.end()) continue;
+    if (!it->second.ok) {
+      k.error = fmt::format("measurement failed: {}", it->second.error);
+      continue;
+    }
+    k.measured_ms = it->second.latency.avg;
+    k.repeats_ms = it->second.repeats_ms;
+  }
+  split_by_kernels(report);
+
   std::vector<const ModelEvaluation*> all;
   std::map<std::string, std::vector<const ModelEvaluation*>> families;
   for (const auto& m : report.models) {
@@ -165,6 +275,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
 
   io::save_json_file(settings.work_dir / "results.json", report.to_json());
   io::write_file_atomic(settings.work_dir / "results.csv", report.to_csv());
+  if (settings.kernels) io::write_file_atomic(settings.work_dir / "kernels.csv", report.kernels_csv());
   return report;
 }
 
@@ -180,17 +291,55 @@ Json EvaluateReport::to_json() const {
     j["repeat_times"] = m.repeat_times;
     j["split_half_deviation"] = m.split_half_deviation ? Json(*m.split_half_deviation) : Json(nullptr);
     if (!m.error.empty()) j["failure"] = m.error;
+    if (m.split) {
+      j["kernels_predicted_ms"] = m.split->predicted_ms;
+      j["kernels_measured_ms"] = m.split->measured_ms;
+      j["predictor_error"] = m.split->predictor_error();
+      const auto c = m.composition_error();
+      j["composition_error"] = c ? Json(*c) : Json(nullptr);
+    }
     models_json.push_back(std::move(j));
   }
   Json families = Json::object();
   for (const auto& [family, s] : by_family) families[family] = s.to_json();
-  return {{"predictor", predictor},
-          {"backend", backend},
-          {"backend_config", backend_config},
-          {"protocol", {{"repeats", protocol.repeats}, {"statistic", to_string(protocol.statistic)}}},
-          {"summary", summary.to_json()},
-          {"by_family", families},
-          {"models", models_json}};
+  Json out = {{"predictor", predictor},
+              {"backend", backend},
+              {"backend_config", backend_config},
+              {"protocol", {{"repeats", protocol.repeats}, {"statistic", to_string(protocol.statistic)}}},
+              {"summary", summary.to_json()},
+              {"by_family", families},
+              {"models", models_json}};
+  if (!kernels.empty()) {
+    Json list = Json::array(), types = Json::object();
+    for (const auto& [kid, k] : kernels) {
+      Json j = {{"id", kid}, {"kernel", k.kernel}, {"config", k.config}, {"uses", k.uses}, {"predicted_ms", k.predicted_ms}};
+      j["measured_ms"] = k.measured_ms ? Json(*k.measured_ms) : Json(nullptr);
+      const auto e = k.relative_error();
+      j["error"] = e ? Json(*e) : Json(nullptr);
+      j["repeats_ms"] = k.repeats_ms;
+      if (!k.error.empty()) j["failure"] = k.error;
+      list.push_back(std::move(j));
+    }
+    for (const auto& [name, t] : by_kernel_type) types[name] = t.to_json();
+    out["kernels"] = std::move(list);
+    out["by_kernel_type"] = std::move(types);
+  }
+  return out;
+}
+
+std::string EvaluateReport::kernels_csv() const {
+  std::string out = "kernel,config,uses,predicted_ms,measured_ms,error_pct,repeats_ms,failure\n";
+  for (const auto& [kid, k] : kernels) {
+    std::string repeats, config = k.config.dump(), failure = k.error;
+    for (double r : k.repeats_ms) repeats += (repeats.empty() ? "" : ";") + fmt::format("{:.6g}", r);
+    std::replace(config.begin(), config.end(), '"', '\'');
+    std::replace(failure.begin(), failure.end(), '"', '\'');
+    const auto e = k.relative_error();
+    out += fmt::format("{},\"{}\",{},{:.6g},{},{},{},\"{}\"\n", k.kernel, config, k.uses, k.predicted_ms,
+                       k.measured_ms ? fmt::format("{:.6g}", *k.measured_ms) : "", e ? fmt::format("{:.2f}", 100 * *e) : "",
+                       repeats, failure);
+  }
+  return out;
 }
 
 std::string EvaluateReport::to_csv() const {
@@ -229,6 +378,32 @@ std::string EvaluateReport::to_table() const {
                      "{:.1f}% — the ceiling for the accuracy above\n",
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
+  if (kernels.empty()) return out;
+
+  out += fmt::format("\nWhere the error comes from (every kernel also measured alone, {} distinct):\n", kernels.size());
+  out += fmt::format("{:<34} {:>10} {:>10} {:>12}\n", "model", "prediction", "predictors", "composition");
+  double predictor_sum = 0, composition_sum = 0;
+  size_t split_models = 0;
+  for (const auto& m : models) {
+    const auto c = m.composition_error();
+    if (!m.split || !c || !m.relative_error()) continue;
+    ++split_models;
+    predictor_sum += m.split->predictor_error();
+    composition_sum += *c;
+    out += fmt::format("{:<34} {:>10} {:>10} {:>12}\n", m.name, pct(m.relative_error()), pct(m.split->predictor_error()),
+                       pct(c));
+  }
+  if (split_models > 0)
+    out += fmt::format("mean over {} models: kernel predictors {:+.1f}%, composition {:+.1f}% (prediction = measured × (1 + "
+                       "predictors) × (1 + composition))\n",
+                       split_models, 100 * predictor_sum / static_cast<double>(split_models),
+                       100 * composition_sum / static_cast<double>(split_models));
+  out += fmt::format("\n{:<18} {:>8} {:>9} {:>9} {:>13} {:>12} {:>8}\n", "kernel", "configs", "acc10", "rmspe(%)",
+                     "Σpredicted ms", "Σmeasured ms", "error");
+  for (const auto& [name, t] : by_kernel_type)
+    out += fmt::format("{:<18} {:>8} {:>9} {:>9.1f} {:>13.3f} {:>12.3f} {:>8}\n", name, t.configs,
+                       t.measured ? fmt::format("{:.1f}%", 100 * t.within10) : "-", t.rmspe, t.predicted_ms, t.measured_ms,
+                       t.measured_ms > 0 ? pct(t.predicted_ms / t.measured_ms - 1) : "-");
   return out;
 }
 

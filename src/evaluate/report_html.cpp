@@ -224,6 +224,33 @@ std::string model_table(const EvaluateReport& r) {
   return out + "</tbody></table>\n";
 }
 
+// Only with `evaluate --kernels`: each model's error split into the kernel predictors' and the composition's,
+// and each predictor kernel on the distinct configs the models use.
+std::string kernel_tables(const EvaluateReport& r) {
+  const auto signed_pct = [](double v) { return fmt::format("{:+.1f}%", 100 * v); };
+  std::string out =
+      "<h2>Where the error comes from</h2>\n<p>Every kernel the predictor detects was also measured alone, by the same "
+      "protocol, as the builder measures its samples. <em>predictors</em>: the kernels' predictions against those "
+      "measurements; <em>composition</em>: the kernels measured alone against the model measured whole.</p>\n"
+      "<table><thead><tr><th>model</th><th>prediction</th><th>predictors</th><th>composition</th></tr></thead><tbody>\n";
+  for (const auto& m : r.models) {
+    const auto c = m.composition_error();
+    const auto e = m.relative_error();
+    if (!m.split || !c || !e) continue;
+    out += fmt::format("<tr><td>{}</td><td class=\"{}\">{}</td><td>{}</td><td>{}</td></tr>\n", escape(m.name),
+                       std::abs(*e) <= 0.10 ? "ok" : "off", signed_pct(*e), signed_pct(m.split->predictor_error()),
+                       signed_pct(*c));
+  }
+  out += "</tbody></table>\n<h3>Kernel predictors on the models' kernels</h3>\n"
+         "<table><thead><tr><th>kernel</th><th>distinct configs</th><th>within ±10%</th><th>RMSPE</th>"
+         "<th>Σ predicted (ms)</th><th>Σ measured (ms)</th><th>error</th></tr></thead><tbody>\n";
+  for (const auto& [name, t] : r.by_kernel_type)
+    out += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.1f}%</td><td>{:.3f}</td><td>{:.3f}</td><td>{}</td></tr>\n",
+                       escape(name), t.configs, t.measured ? pct(t.within10) : "-", t.rmspe, t.predicted_ms,
+                       t.measured_ms, t.measured_ms > 0 ? signed_pct(t.predicted_ms / t.measured_ms - 1) : "-");
+  return out + "</tbody></table>\n";
+}
+
 }  // namespace
 
 std::string EvaluateReport::to_html() const {
@@ -255,6 +282,7 @@ td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: 
   out += "<h2>Drift over the run</h2>\n<p>Each dot is one repeat against its model's median repeat; the line is the "
          "median of each tenth of the run. A line that wanders is drift of the device; a wide cloud around a flat "
          "line is noise between processes.</p>\n" + drift(*this);
+  if (!kernels.empty()) out += kernel_tables(*this);
   out += "<h2>Models</h2>\n" + model_table(*this);
   out += fmt::format("<p>Backend config: <code>{}</code></p>\n</body></html>\n", escape(backend_config.dump()));
   return out;

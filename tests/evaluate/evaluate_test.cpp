@@ -3,6 +3,7 @@
 // models that fail to predict, bad input; and the HTML report as Chromium renders it.
 #include <cctype>
 #include <fstream>
+#include <set>
 
 #include "backends/model_zoo.h"
 #include "nnmeter/evaluate.h"
@@ -85,6 +86,57 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
   EXPECT_TRUE(contains(more.out, "2 of 3 models scored: RMSPE ")) << more.out;
   EXPECT_TRUE(contains(more.out, "measurement repeatability (two halves of 3 repeats, min each)")) << more.out;
   EXPECT_TRUE(contains(more.out, "Report: " + (work / "eval" / "report.html").string())) << more.out;
+}
+
+// --kernels measures every detected kernel alone too, in the same journal, and splits each model's error into
+// the kernel predictors' part and the composition's part; nothing is measured twice on a rerun.
+TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
+  const fs::path one = work / "one";
+  fs::create_directories(one);
+  fs::copy_file(models() / "resnet18_r32.onnx", one / "resnet18_r32.onnx");
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"evaluate", "--predictor", predictor().string(), "--onnx", one.string(), "--config",
+                                     quick().string(), "--work-dir", (work / "k").string(), "--repeats", "2", "--kernels"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  };
+  const CliResult r = run({"--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  ASSERT_TRUE(doc["kernels"].is_array());
+  const size_t n = doc["kernels"].size();
+  ASSERT_GT(n, 3u) << doc["kernels"].dump();
+  const std::set<std::string> known = {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu"};
+  std::map<std::string, size_t> configs_by_type;
+  for (const Json& k : doc["kernels"]) {
+    EXPECT_TRUE(known.count(k["kernel"].get<std::string>())) << k.dump();
+    EXPECT_GE(k["uses"].get<size_t>(), 1u);
+    ASSERT_EQ(k["repeats_ms"].size(), 2u) << k.dump();
+    const double measured = k["measured_ms"].get<double>();
+    EXPECT_DOUBLE_EQ(measured, std::min(k["repeats_ms"][0].get<double>(), k["repeats_ms"][1].get<double>()));
+    EXPECT_NEAR(k["error"].get<double>(), k["predicted_ms"].get<double>() / measured - 1, 1e-12);
+    EXPECT_TRUE(fs::exists(work / "k" / "kernels" / (k["id"].get<std::string>() + ".onnx"))) << k["id"];
+    ++configs_by_type[k["kernel"].get<std::string>()];
+  }
+  for (const auto& [type, count] : configs_by_type) EXPECT_EQ(doc["by_kernel_type"][type]["configs"], count) << type;
+  EXPECT_EQ(doc["by_kernel_type"].size(), configs_by_type.size());
+
+  const Json& m = doc["models"][0];
+  const double kernels_measured = m["kernels_measured_ms"].get<double>();
+  const double kernels_predicted = m["kernels_predicted_ms"].get<double>();
+  EXPECT_LE(kernels_predicted, m["predicted_ms"].get<double>() * (1 + 1e-9));
+  EXPECT_NEAR(m["predictor_error"].get<double>(), kernels_predicted / kernels_measured - 1, 1e-12);
+  EXPECT_NEAR(m["composition_error"].get<double>(), kernels_measured / m["measured_ms"].get<double>() - 1, 1e-12);
+  EXPECT_EQ(count_lines(work / "k" / "kernels.csv"), n + 1);
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
+
+  // The rerun measures nothing and prints the split in the terminal table.
+  const CliResult again = run({});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
+  EXPECT_TRUE(contains(again.out, "Where the error comes from (every kernel also measured alone, " + std::to_string(n) +
+                                      " distinct)")) << again.out;
+  EXPECT_TRUE(contains(again.out, "mean over 1 models: kernel predictors ")) << again.out;
 }
 
 TEST_F(EvaluateCli, BadInputIsOneLine) {
