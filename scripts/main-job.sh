@@ -58,6 +58,9 @@ cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
+# A share of real CNN layers among the samples; never those of the four CNNs evaluated at the end.
+PRIOR_ROWS: 0.3
+PRIOR_ROWS_EXCLUDE: [mobilenetv2, resnet18, mnasnet, mobilenetv3]
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 120, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}

@@ -5,6 +5,8 @@
 #include <limits>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "kernels/config_check.h"
 #include "sampling/prior_lib.h"
 #include "sampling/random.h"
@@ -83,7 +85,15 @@ int64_t make_even(int64_t c) { return c % 2 == 0 ? c : c + 1; }
 class BuiltinSampler : public ConfigSampler {
  public:
   BuiltinSampler(Family family, std::string kernel, const Json& predictorbuild_config)
-      : family_(family), kernel_(std::move(kernel)), prior_dir_(prior_override_dir(predictorbuild_config)) {}
+      : family_(family), kernel_(std::move(kernel)), prior_dir_(prior_override_dir(predictorbuild_config)) {
+    if (!predictorbuild_config.is_object()) return;
+    if (const auto it = predictorbuild_config.find("PRIOR_ROWS"); it != predictorbuild_config.end() && it->is_number())
+      row_share_ = std::clamp(it->get<double>(), 0.0, 1.0);
+    if (const auto it = predictorbuild_config.find("PRIOR_ROWS_EXCLUDE");
+        it != predictorbuild_config.end() && it->is_array())
+      for (const auto& name : *it)
+        if (name.is_string()) row_exclude_.insert(name.get<std::string>());
+  }
 
   std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
     if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
@@ -140,6 +150,8 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"COUT", couts[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    mix_in_rows(out, "conv.csv",
+                {{"input_h", "HW"}, {"cin", "CIN"}, {"cout", "COUT"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
     sort_by_flops(out, false);
     return out;
   }
@@ -154,6 +166,7 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    mix_in_rows(out, "dwconv.csv", {{"input_h", "HW"}, {"cin", "CIN"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
     sort_by_flops(out, true);
     return out;
   }
@@ -168,6 +181,8 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"POOL_STRIDES", ss[i]}});
+    mix_in_rows(out, "pooling.csv", {{"input_h", "HW"}, {"cin", "CIN"}, {"ks", "KERNEL_SIZE"}, {"stride", "POOL_STRIDES"}},
+                rng);
     return out;
   }
 
@@ -181,6 +196,7 @@ class BuiltinSampler : public ConfigSampler {
       int64_t cout = static_cast<int>(i) < fixed ? 1000 : couts[i - static_cast<size_t>(fixed)];
       out.push_back({{"CIN", cins[i]}, {"COUT", cout}});
     }
+    mix_in_rows(out, "fc.csv", {{"cin", "CIN"}, {"cout", "COUT"}}, rng);
     sort_fc(out.begin(), out.begin() + fixed);
     sort_fc(out.begin() + fixed, out.end());
     return out;
@@ -211,6 +227,39 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}});
     return out;
+  }
+
+  // PRIOR_ROWS: a share of the samples are whole rows of the prior library (layers of real CNNs) in place of
+  // column-wise draws. Drawing each column on its own rarely yields what real networks have (a 3-channel stem
+  // at full resolution, channels that grow as HW shrinks), and the predictors over-predicted exactly those
+  // (bench/RESULTS-accuracy.md). Random positions are replaced, so the other samples stay the ones nn-Meter's
+  // sampling gives for the seed; PRIOR_ROWS_EXCLUDE drops the rows of named models (to evaluate on them).
+  void mix_in_rows(std::vector<KernelConfig>& out, const std::string& file,
+                   const std::vector<std::pair<std::string, std::string>>& columns, Rng& rng) const {
+    if (row_share_ <= 0 || out.empty()) return;
+    std::vector<std::string> required;
+    for (const auto& [column, key] : columns) required.push_back(column);
+    const bool grouped = file == "conv.csv";  // the conv kernels have no groups: ResNeXt's grouped rows do not fit
+    if (grouped) required.push_back("groups");
+    const PriorTable t = table(file, required);
+    std::vector<KernelConfig> rows;
+    std::set<std::string> seen;
+    for (size_t r = 0; r < t.rows(); ++r) {
+      if (!t.models().empty() && row_exclude_.count(t.models()[r])) continue;
+      if (grouped && t.column("groups")[r] != 1) continue;
+      KernelConfig c = Json::object();
+      for (const auto& [column, key] : columns) c[key] = static_cast<int64_t>(t.column(column)[r]);
+      if (seen.insert(c.dump()).second) rows.push_back(std::move(c));
+    }
+    Rng rows_rng(rng.next());
+    rows_rng.shuffle(rows);
+    const auto wanted = static_cast<size_t>(std::lround(row_share_ * static_cast<double>(out.size())));
+    const size_t k = std::min(wanted, rows.size());
+    if (k == 0) return;
+    const auto at = sample_in_range(0, static_cast<int64_t>(out.size()) - 1, static_cast<int>(k), rows_rng);
+    for (size_t i = 0; i < k; ++i) out[static_cast<size_t>(at[i])] = rows[i];
+    spdlog::info("{}: {} of {} prior samples are layers of real CNNs from the prior library's {} (PRIOR_ROWS {})", kernel_,
+                 k, out.size(), file, row_share_);
   }
 
   // A config value to sample around, within the builtin kernels' limits.
@@ -295,6 +344,8 @@ class BuiltinSampler : public ConfigSampler {
   Family family_;
   std::string kernel_;
   std::optional<fs::path> prior_dir_;
+  double row_share_ = 0;
+  std::set<std::string> row_exclude_;
 };
 
 }  // namespace

@@ -43,6 +43,7 @@ PriorTable PriorTable::parse(const std::string& text, const std::string& origin,
     index.push_back(static_cast<int>(it - header.begin()));
     table.columns_[name];
   }
+  const auto model_column = std::find(header.begin(), header.end(), "model");
   int line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
@@ -58,6 +59,10 @@ PriorTable PriorTable::parse(const std::string& text, const std::string& origin,
         throw Error("prior config CSV " + origin + " line " + std::to_string(line_no) + ": column '" + required[k] +
                     "' must be a positive integer, got '" + cell + "'");
       table.columns_[required[k]].push_back(static_cast<double>(v));
+    }
+    if (model_column != header.end()) {
+      const auto at = static_cast<size_t>(model_column - header.begin());
+      table.models_.push_back(at < cells.size() ? trim(cells[at]) : std::string());
     }
   }
   for (const auto& name : required)

@@ -17,16 +17,20 @@ const std::map<std::string, std::string>& embedded_prior_config_lib();
 
 namespace nnmeter::sampling {
 
-// One parsed CSV: integer columns by header name.
+// One parsed CSV: integer columns by header name, and the `model` column (the CNN a row comes from) when
+// the file has one.
 class PriorTable {
  public:
   // `origin` names the source in errors. Every value of `required` columns must be an integer.
   static PriorTable parse(const std::string& text, const std::string& origin, const std::vector<std::string>& required);
   const std::vector<double>& column(const std::string& name) const;
+  const std::vector<std::string>& models() const { return models_; }  // empty without a `model` column
+  size_t rows() const { return columns_.empty() ? 0 : columns_.begin()->second.size(); }
 
  private:
   std::string origin_;
   std::map<std::string, std::vector<double>> columns_;
+  std::vector<std::string> models_;
 };
 
 // Loads `<file>` (e.g. "conv.csv") from the override folder when set, else from the embedded library.

@@ -65,7 +65,9 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
   static const std::vector<ConfigKey> keys = {{"DETAIL", T::Bool},
                                               {"IMPLEMENT", T::Text},
                                               {"BATCH_SIZE", T::Int, 1, static_cast<double>(kcheck::kMaxBatch)},
-                                              {"PRIOR_CONFIG_LIB", T::Text}};
+                                              {"PRIOR_CONFIG_LIB", T::Text},
+                                              {"PRIOR_ROWS", T::Number, 0, 1},
+                                              {"PRIOR_ROWS_EXCLUDE", T::NameList}};
   return keys;
 }
 

@@ -67,7 +67,10 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                       {{"DETAIL: maybe", "DETAIL must be TRUE or FALSE, got \"maybe\""},
                        {"BATCH_SIZE: 0", "BATCH_SIZE must be an integer in [1, 4096], got 0"},
                        {"BATCH_SIZE: 99999999999999999999", "BATCH_SIZE must be an integer"},
-                       {"PRIOR_CONFIG_LIB: {a: 1}", "PRIOR_CONFIG_LIB must be a text value"}},
+                       {"PRIOR_CONFIG_LIB: {a: 1}", "PRIOR_CONFIG_LIB must be a text value"},
+                       {"PRIOR_ROWS: 1.5", "PRIOR_ROWS must be a number in [0, 1], got 1.5"},
+                       {"PRIOR_ROWS: .nan", "PRIOR_ROWS must be a number in [0, 1], got nan"},
+                       {"PRIOR_ROWS_EXCLUDE: resnet18", "PRIOR_ROWS_EXCLUDE must be a list of names"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());

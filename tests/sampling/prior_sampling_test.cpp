@@ -145,6 +145,56 @@ TEST(PriorSampling, SeededAndReproducible) {
   EXPECT_THROW(s->prior_config_sampling(-3, 1), Error);
 }
 
+// PRIOR_ROWS: that share of the samples are whole rows of the library (real layers), at random positions; the
+// other samples are exactly the column-wise ones of the same seed; excluded models' rows and ResNeXt's
+// grouped rows never appear.
+TEST(PriorSampling, PriorRowsReplaceAShareWithRealLayers) {
+  const auto plain = suite_for("conv-bn-relu").sampler->prior_config_sampling(200, 7);
+  const auto mixed = suite_for("conv-bn-relu", {{"PRIOR_ROWS", 0.3}, {"PRIOR_ROWS_EXCLUDE", {"alexnet"}}})
+                         .sampler->prior_config_sampling(200, 7);
+  ASSERT_EQ(mixed.size(), 200u);
+  const auto t = sampling::load_prior_table("conv.csv", std::nullopt, {"input_h", "cin", "cout", "ks", "stride", "groups"});
+  std::set<std::string> real, excluded_or_grouped;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    const KernelConfig c = {{"HW", t.column("input_h")[r]},    {"CIN", t.column("cin")[r]},
+                            {"COUT", t.column("cout")[r]},     {"KERNEL_SIZE", t.column("ks")[r]},
+                            {"STRIDES", t.column("stride")[r]}};
+    const KernelConfig as_int = {{"HW", c["HW"].get<int64_t>()},       {"CIN", c["CIN"].get<int64_t>()},
+                                 {"COUT", c["COUT"].get<int64_t>()},   {"KERNEL_SIZE", c["KERNEL_SIZE"].get<int64_t>()},
+                                 {"STRIDES", c["STRIDES"].get<int64_t>()}};
+    (t.models()[r] == "alexnet" || t.column("groups")[r] != 1 ? excluded_or_grouped : real).insert(as_int.dump());
+  }
+  std::multiset<std::string> plain_set;
+  for (const auto& c : plain) plain_set.insert(c.dump());
+  size_t from_rows = 0, kept = 0;
+  for (const auto& c : mixed) {
+    if (auto it = plain_set.find(c.dump()); it != plain_set.end()) {
+      plain_set.erase(it);
+      ++kept;
+    } else {
+      EXPECT_TRUE(real.count(c.dump())) << c.dump();
+      ++from_rows;
+    }
+    if (!real.count(c.dump())) EXPECT_FALSE(excluded_or_grouped.count(c.dump())) << c.dump();
+  }
+  // 60 positions replaced (a real row may equal a column-wise draw of another position, hence the ranges).
+  EXPECT_EQ(kept + from_rows, 200u);
+  EXPECT_GE(kept, 140u);
+  EXPECT_GE(from_rows, 50u);
+  std::set<std::string> distinct_rows;
+  for (const auto& c : mixed)
+    if (real.count(c.dump())) distinct_rows.insert(c.dump());
+  EXPECT_GE(distinct_rows.size(), from_rows);  // rows are drawn without repetition
+  // Stems (CIN 3) are in the library; 60 real rows out of ~1,000 distinct make at least one likely but not
+  // certain, so the whole library is asked for instead.
+  const auto all_rows = suite_for("conv-bn-relu", {{"PRIOR_ROWS", 1.0}}).sampler->prior_config_sampling(2000, 1);
+  EXPECT_GE(std::count_if(all_rows.begin(), all_rows.end(), [](const KernelConfig& c) { return c["CIN"] == 3; }), 4);
+  EXPECT_EQ(suite_for("conv-bn-relu", {{"PRIOR_ROWS", 0.3}}).sampler->prior_config_sampling(200, 7),
+            suite_for("conv-bn-relu", {{"PRIOR_ROWS", 0.3}}).sampler->prior_config_sampling(200, 7));
+  for (const char* kernel : {"dwconv-bn-relu", "maxpool", "fc"})
+    EXPECT_EQ(suite_for(kernel, {{"PRIOR_ROWS", 0.5}}).sampler->prior_config_sampling(40, 3).size(), 40u) << kernel;
+}
+
 TEST(PriorSampling, OverrideFolderIsReadAtRunTime) {
   test::TempDir dir;
   // A one-row library: every draw is that row's value.
