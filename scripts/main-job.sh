@@ -8,6 +8,7 @@
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --if-missing
 out="$(realpath -m "${1:-main-job-output}")"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser backend_export_zoo

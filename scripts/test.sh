@@ -3,6 +3,7 @@
 # Usage: scripts/test.sh [build-dir] [extra cmake args...]   e.g. scripts/test.sh build-asan -DNNMETER_SANITIZE=ON
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh --if-missing
 build_dir="${1:-build}"
 shift || true
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"

@@ -52,7 +52,38 @@ struct InfoFlags {
   bool any() const { return predictors || backends || kernels || operators || testcases; }
 };
 
+template <class Info>
+Json list_json(const std::vector<Info>& infos) {
+  Json out = Json::array();
+  for (const auto& info : infos) {
+    Json j = {{"name", info.name}, {"customized", info.customized}};
+    if constexpr (requires { info.implement; }) j["implement"] = info.implement;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
+// --json: one object with a key per list asked for, on stdout.
+void print_info_json(const InfoFlags& flags, const Context& ctx) {
+  Json out = Json::object();
+  if (flags.predictors) {
+    out["predictors"] = Json::array();
+    for (const auto& p : ctx.registry.list_predictors())
+      out["predictors"].push_back({{"name", p.name},
+                                   {"version", p.version},
+                                   {"category", p.category},
+                                   {"package_location", p.package_location.string()},
+                                   {"kernel_predictors", p.kernel_predictors}});
+  }
+  if (flags.backends) out["backends"] = list_json(list_backends(ctx.registry));
+  if (flags.kernels) out["kernels"] = list_json(list_kernels(ctx.registry));
+  if (flags.operators) out["operators"] = list_json(list_operators(ctx.registry));
+  if (flags.testcases) out["testcases"] = list_json(list_testcases(ctx.registry));
+  fmt::print("{}\n", out.dump(2));
+}
+
 void print_info(const InfoFlags& flags, const Context& ctx) {
+  if (ctx.json) return print_info_json(flags, ctx);
   if (flags.predictors) {
     print_line("Supported latency predictors:");
     for (const auto& p : ctx.registry.list_predictors())
@@ -145,8 +176,16 @@ int run(int argc, char** argv) {
         print_line("please run \"nn-meter {positional argument} --help\" to see nn-meter guidance");
       }
     }
+  } catch (const CLI::RuntimeError& e) {
+    return e.get_exit_code();  // a worker's own exit status
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every other mistake in the command line is a usage error, exit 2 as
+    // argparse (nn-Meter's parser) does. Runtime errors exit 1.
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "(nn-Meter) {}\n", e.what());
+    return 2;
   } catch (const Error& e) {
     fmt::print(stderr, "(nn-Meter) {}\n", e.what());
     return 1;

@@ -11,6 +11,12 @@
 
 namespace nnmeter::cli {
 
+// A command line that cannot mean anything (a missing or contradictory flag): exit 2, like a parse error.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 struct Context {
   bool verbose = false;
   bool json = false;  // machine-readable output on stdout, no progress

@@ -60,7 +60,7 @@ Json typed_value(const BackendParam& p, const std::string& text) {
     }
   } catch (const std::exception&) {
   }
-  throw Error(fmt::format("{} expects {} but got '{}'", flag, to_string(p.type), text));
+  throw UsageError(fmt::format("{} expects {} but got '{}'", flag, to_string(p.type), text));
 }
 
 void add_param_flags(CLI::App* cmd, const std::shared_ptr<ParamFlags>& flags) {
@@ -284,19 +284,42 @@ std::vector<BackendInfo> all_backends(const Context& ctx) {
 void check_env(Context& ctx) {
   utsname u{};
   uname(&u);
-  std::cout << "**********Environmental information**********\n";
-  std::cout << "sys.platform: " << u.sysname << " " << u.release << " " << u.machine << "\n";
-  std::cout << "CPUs: " << std::thread::hardware_concurrency() << "\n";
-  std::cout << "nn-Meter: " << nnmeter::version() << "\n";
-  std::cout << "**********Backend information**********\n";
+  const std::string platform = fmt::format("{} {} {}", u.sysname, u.release, u.machine);
   std::vector<BackendInfo> infos;
+  std::string registry_failure;
   try {
     infos = list_backends(ctx.registry);
   } catch (const std::exception& e) {
     infos = builtin_backends();
-    std::cout << "registry:\tCheckFailed (" << e.what() << ")\n";
+    registry_failure = e.what();
   }
-  for (const auto& info : infos) std::cout << check_env_line_isolated(ctx.registry, info) << "\n";
+  std::vector<std::string> lines;
+  for (const auto& info : infos) lines.push_back(check_env_line_isolated(ctx.registry, info));
+  if (ctx.json) {
+    // Each backend line is "name:\tversion" (or "name:\tNone" / "name:\tCheckFailed (why)").
+    Json backends = Json::array();
+    for (size_t i = 0; i < infos.size(); ++i) {
+      const std::string& line = lines[i];
+      const size_t tab = line.find(":\t");
+      backends.push_back({{"name", infos[i].name},
+                          {"customized", infos[i].customized},
+                          {"version", tab == std::string::npos ? line : line.substr(tab + 2)}});
+    }
+    Json out = {{"platform", platform},
+                {"cpus", std::thread::hardware_concurrency()},
+                {"nn_meter", nnmeter::version()},
+                {"backends", backends}};
+    if (!registry_failure.empty()) out["registry_failure"] = registry_failure;
+    std::cout << out.dump(2) << std::endl;
+    return;
+  }
+  std::cout << "**********Environmental information**********\n";
+  std::cout << "sys.platform: " << platform << "\n";
+  std::cout << "CPUs: " << std::thread::hardware_concurrency() << "\n";
+  std::cout << "nn-Meter: " << nnmeter::version() << "\n";
+  std::cout << "**********Backend information**********\n";
+  if (!registry_failure.empty()) std::cout << "registry:\tCheckFailed (" << registry_failure << ")\n";
+  for (const auto& line : lines) std::cout << line << "\n";
   std::cout.flush();
 }
 
@@ -307,7 +330,7 @@ struct BenchArgs {
 
 void set_param(Json& config, const BackendInfo& info, const char* key, const Json& value, const char* flag) {
   const bool declared = std::any_of(info.params.begin(), info.params.end(), [&](const BackendParam& p) { return p.name == key; });
-  if (!declared) throw Error(fmt::format("{} needs a backend with a {} parameter; {} has none", flag, key, info.name));
+  if (!declared) throw UsageError(fmt::format("{} needs a backend with a {} parameter; {} has none", flag, key, info.name));
   config[key] = value;
 }
 

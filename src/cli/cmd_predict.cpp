@@ -62,8 +62,8 @@ void log_breakdown(const ModelPrediction& p) {
 
 void predict(Context& ctx, const PredictArgs& a) {
   if (!a.tensorflow.empty() || !a.torchvision.empty()) throw Error(kOnnxOnly);
-  if (a.predictor.empty()) throw Error("predict needs --predictor NAME (see nn-meter --list-predictors)");
-  if (a.onnx.empty() == a.ir.empty()) throw Error("give exactly one of --onnx FILE_OR_DIR or --nn-meter-ir FILE_OR_DIR");
+  if (a.predictor.empty()) throw UsageError("predict needs --predictor NAME (see nn-meter --list-predictors)");
+  if (a.onnx.empty() == a.ir.empty()) throw UsageError("give exactly one of --onnx FILE_OR_DIR or --nn-meter-ir FILE_OR_DIR");
   const bool is_onnx = !a.onnx.empty();
   const auto files = is_onnx ? model_files(a.onnx, ".onnx", "--onnx") : model_files(a.ir, ".json", "--nn-meter-ir");
   const InputShapes shapes = parse_shapes(a.input_shapes);
@@ -105,7 +105,7 @@ fs::path ir_output_path(const GetIrArgs& a) {
 
 void get_ir(Context& ctx, const GetIrArgs& a) {
   if (!a.tensorflow.empty()) throw Error(kOnnxOnly);
-  if (a.onnx.empty()) throw Error("get_ir needs --onnx MODEL");
+  if (a.onnx.empty()) throw UsageError("get_ir needs --onnx MODEL");
   const ModelIr ir = load_onnx_ir(a.onnx, parse_shapes(a.input_shapes));
   const fs::path out = fs::absolute(ir_output_path(a)).lexically_normal();
   io::save_json_file(out, ir_to_nnmeter_json(ir));

@@ -43,7 +43,7 @@ void register_one(Context& ctx, const RegisterArgs& a) {
   } catch (const Error& e) {
     throw Error(std::string("Registration failed: ") + e.what());
   }
-  throw Error("nothing to register: give one of --predictor, --backend, --operator, --testcase or --kernel "
+  throw UsageError("nothing to register: give one of --predictor, --backend, --operator, --testcase or --kernel "
               "(see nn-meter register --help)");
 }
 
@@ -55,7 +55,7 @@ void unregister_one(Context& ctx, const UnregisterArgs& a) {
     print_line(fmt::format("Successfully unregister {}.", a.predictor));
     return;
   }
-  if (!a.predictor_version.empty()) throw Error("--predictor-version needs --predictor NAME");
+  if (!a.predictor_version.empty()) throw UsageError("--predictor-version needs --predictor NAME");
   if (!a.backend.empty()) {
     ctx.registry.unregister_module(ModuleKind::Backend, a.backend);
     print_line(fmt::format("Successfully unregister {}.", a.backend));
@@ -69,7 +69,7 @@ void unregister_one(Context& ctx, const UnregisterArgs& a) {
     ctx.registry.unregister_module(ModuleKind::TestCase, a.testcase[0], a.testcase[1]);
     print_line(fmt::format("Successfully unregister {} ({}).", a.testcase[0], a.testcase[1]));
   } else {
-    throw Error("nothing to unregister: give one of --predictor, --backend, --operator, --testcase or --kernel "
+    throw UsageError("nothing to unregister: give one of --predictor, --backend, --operator, --testcase or --kernel "
                 "(see nn-meter unregister --help)");
   }
 }

@@ -45,7 +45,7 @@ void sample(Context& ctx, const SampleArgs& a) {
   const int num = a.num ? *a.num : default_num(ws.predictorbuild_config, info.name, mode);
   std::vector<KernelConfig> configs;
   if (mode == SamplingMode::Finegrained) {
-    if (a.configs.empty()) throw Error("--sampling-mode finegrained needs --configs FILE (the configs to sample around)");
+    if (a.configs.empty()) throw UsageError("--sampling-mode finegrained needs --configs FILE (the configs to sample around)");
     configs = load_configs_file(a.configs, info.name);
   } else if (!a.configs.empty()) {
     throw Error("--configs is only used with --sampling-mode finegrained");

@@ -29,7 +29,7 @@ void create(Context& ctx, const CreateArgs& a) {
   } else if (!a.builtin.empty()) {
     flavor = WorkspaceFlavor::Builtin, dir = a.builtin, platform = a.backend;
   } else {
-    throw Error("give one of --tflite-workspace, --openvino-workspace, --customized-workspace or --workspace "
+    throw UsageError("give one of --tflite-workspace, --openvino-workspace, --customized-workspace or --workspace "
                 "(see nn-meter create --help)");
   }
   const fs::path root = create_workspace(ctx.registry, dir, flavor, a.backend);
