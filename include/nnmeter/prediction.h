@@ -21,10 +21,6 @@
 #include "nnmeter/kernel.h"
 #include "nnmeter/predictor.h"
 
-namespace onnx {
-class ModelProto;
-}
-
 namespace nnmeter {
 
 class Registry;
@@ -69,10 +65,6 @@ struct ModelIr {
 // Parses the file (Error if it is not an ONNX model) and converts it. The weights are never read into
 // memory: only the graph structure and shapes are needed.
 ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes = {});
-// ONNX shape inference with data propagation, `shapes` overriding graph-input dims. A graph input with a
-// symbolic dim and no override, an override naming no input, or a runtime tensor without a static shape
-// after inference → one-line Error.
-ModelIr onnx_to_ir(const onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes = {});
 
 // nn-Meter's IR json (reference §9.1): node name → {inbounds, outbounds, attr: {name, type, input_shape,
 // output_shape, attr}}, 4-D shapes in NHWC. Each node also carries "order", its topological index, so
@@ -163,8 +155,6 @@ class LatencyPredictor {
   static LatencyPredictor from_folder(const fs::path& folder, const Registry& registry);
 
   ModelPrediction predict_file(const fs::path& onnx_file, const InputShapes& shapes = {}) const;
-  ModelPrediction predict_model(const onnx::ModelProto& model, const std::string& origin,
-                                const InputShapes& shapes = {}) const;
   ModelPrediction predict_ir(const ModelIr& ir) const;
 
   const std::string& name() const;

@@ -12,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "prediction/onnx_model.h"
 #include "prediction/internal.h"
 
 namespace nnmeter {

@@ -131,11 +131,6 @@ ModelPrediction LatencyPredictor::predict_file(const fs::path& onnx_file, const 
   return predict_ir(load_onnx_ir(onnx_file, shapes));
 }
 
-ModelPrediction LatencyPredictor::predict_model(const onnx::ModelProto& model, const std::string& origin,
-                                                const InputShapes& shapes) const {
-  return predict_ir(onnx_to_ir(model, origin, shapes));
-}
-
 ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   const State& s = *state_;
   ModelPrediction out;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "prediction/onnx_model.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter::test {

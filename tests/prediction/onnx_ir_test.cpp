@@ -1,5 +1,6 @@
 // ONNX → IR with static shapes (shape inference, constant folding by construction, --input-shape) and
 // nn-Meter's IR json.
+#include "prediction/onnx_model.h"
 #include "backends/model_zoo.h"
 #include "prediction/prediction_fixtures.h"
 

@@ -1,6 +1,7 @@
 // Model-level prediction with a small real predictor folder (XGBoost models trained in the test).
 #include <cmath>
 
+#include "prediction/onnx_model.h"
 #include "backends/model_zoo.h"
 #include "nnmeter/registry.h"
 #include "prediction/prediction_fixtures.h"
@@ -39,7 +40,7 @@ const KernelPrediction& with_op(const ModelPrediction& p, const std::string& op)
 TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
   const auto zm = zoo::build("mobilenet_v2", 96);
-  const ModelPrediction p = predictor.predict_model(zm.model, "mobilenet_v2");
+  const ModelPrediction p = predictor.predict_ir(onnx_to_ir(zm.model, "mobilenet_v2"));
   EXPECT_TRUE(p.uncovered.empty());
   double sum = 0;
   const LoadedPredictor raw = load_predictor_folder(shared_folder().path);
@@ -70,7 +71,7 @@ TEST(Predict, FileMemoryAndIrJsonAgree) {
   const fs::path file = dir / "mbv3.onnx";
   test::write_text(file, zm.model.SerializeAsString());
   const double from_file = predictor.predict_file(file).latency_ms;
-  EXPECT_DOUBLE_EQ(predictor.predict_model(zm.model, "m").latency_ms, from_file);
+  EXPECT_DOUBLE_EQ(predictor.predict_ir(onnx_to_ir(zm.model, "m")).latency_ms, from_file);
   const Json ir = ir_to_nnmeter_json(load_onnx_ir(file));
   EXPECT_DOUBLE_EQ(predictor.predict_ir(ir_from_nnmeter_json(Json::parse(ir.dump()), "ir.json")).latency_ms, from_file);
   const ModelPrediction p = predictor.predict_file(file);
@@ -83,11 +84,11 @@ TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
   Builder b("grouped");
   b.output(b.relu(b.conv_bn(b.input("x", {1, 64, 28, 28}), 128, 3, 1, 8)));
-  const ModelPrediction grouped = predictor.predict_model(b.model(), "grouped");
+  const ModelPrediction grouped = predictor.predict_ir(onnx_to_ir(b.model(), "grouped"));
   ASSERT_EQ(grouped.kernels.size(), 1u);
   Builder one("one");
   one.output(one.relu(one.conv_bn(one.input("x", {1, 8, 28, 28}), 16, 3)));
-  const ModelPrediction single = predictor.predict_model(one.model(), "one");
+  const ModelPrediction single = predictor.predict_ir(onnx_to_ir(one.model(), "one"));
   EXPECT_DOUBLE_EQ(grouped.latency_ms, 8 * single.latency_ms);
   EXPECT_EQ(grouped.kernels[0].groups, 8);
   EXPECT_NE(grouped.kernels[0].note.find("grouped conv: 8 x"), std::string::npos);
@@ -99,7 +100,7 @@ TEST(Predict, ElementwiseOpsAreCoveredAndLayoutOpsAreFree) {
   const auto x = b.input("x", {1, 16, 8, 8});
   const auto y = b.mul(b.sigmoid(x), b.relu(x));
   b.output(b.flatten(y));
-  const ModelPrediction p = predictor.predict_model(b.model(), "ew");
+  const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "ew"));
   EXPECT_TRUE(p.uncovered.empty());
   EXPECT_EQ(with_op(p, "sigmoid").predictor_kernel, "relu");
   EXPECT_EQ(with_op(p, "mul").predictor_kernel, "add");  // reads two tensors
@@ -116,7 +117,7 @@ TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
   const auto x = b.relu(b.conv_bn(b.input("x", {1, 8, 8, 8}), 16, 3));
   const auto t = b.node("Transpose", {x}, {1, 8, 8, 16}, {onnxgen::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
   b.output(b.flatten(b.global_avgpool(t)));
-  const ModelPrediction p = predictor.predict_model(b.model(), "gap");
+  const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "gap"));
   ASSERT_EQ(p.uncovered.size(), 3u);  // Transpose, GlobalAveragePool + Flatten
   EXPECT_EQ(p.uncovered[0].type, "Transpose");
   EXPECT_NE(p.uncovered[0].reason.find("no kernel covers Transpose"), std::string::npos);

@@ -1,5 +1,6 @@
 // The project's own shape inference against ONNX's (with data propagation), which it replaces for the ops
 // it knows and falls back to for everything else.
+#include "prediction/onnx_model.h"
 #include "backends/model_zoo.h"
 #include "prediction/internal.h"
 #include "prediction/prediction_fixtures.h"
