@@ -3,6 +3,8 @@
 // the ROOT's type (conv→bn→relu needs BF_conv_bn and BF_conv_relu). MON false: a node with several
 // consumers fuses nothing; MON true: it fuses its first fusible consumer (in topological order) and the
 // kernel continues along that consumer only.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <queue>
 
@@ -138,7 +140,9 @@ int find_root(const std::vector<int>& root, int u) {
 
 }  // namespace
 
-std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules) {
+namespace {
+
+std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) {
   const std::vector<DetNode> g = prediction::build_detection_graph(ir);
   const UnitGraph ug = build_unit_graph(g, prediction::form_units(g));
   const std::vector<int> root = Fuser(ug, rules).run();
@@ -164,6 +168,18 @@ std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules&
     kernels.push_back(std::move(k));
   }
   return kernels;
+}
+
+}  // namespace
+
+std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules) {
+  // An IR read from json can hold attributes of any type; the checks of the attributes detection reads
+  // name the node, and this is the net for the rest: one line naming the model, never an escaped exception.
+  try {
+    return detect(ir, rules);
+  } catch (const Json::exception& e) {
+    throw Error(fmt::format("{}: a node attribute has an unexpected type or value ({})", ir.origin, e.what()));
+  }
 }
 
 }  // namespace nnmeter

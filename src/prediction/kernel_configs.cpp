@@ -41,11 +41,16 @@ int64_t attr_int(const Json& attr, const char* key, int64_t fallback) {
 
 // A square stand-in for a (possibly non-square) window attribute: k for k×k, round(sqrt(kh·kw)) otherwise,
 // which keeps the window area and so the FLOPs.
-int64_t square_of(const Json& attr, const char* key, int64_t fallback) {
-  auto it = attr.find(key);
-  if (it == attr.end() || !it->is_array() || it->empty()) return fallback;
+int64_t square_of(const IrNode& n, const char* key, int64_t fallback) {
+  auto it = n.attr.find(key);
+  if (it == n.attr.end() || !it->is_array() || it->empty()) return fallback;
   double area = 1;
-  for (const auto& v : *it) area *= v.get<double>();
+  for (const auto& v : *it) {
+    if (!v.is_number() || !(v.get<double>() > 0))
+      throw Error(fmt::format("node '{}' ({}): attribute '{}' must be a list of positive numbers, got {}", n.name, n.type,
+                              key, it->dump()));
+    area *= v.get<double>();
+  }
   return std::max<int64_t>(1, std::llround(std::pow(area, 1.0 / static_cast<double>(it->size()))));
 }
 
@@ -76,8 +81,8 @@ void conv_config(const IrNode& n, const std::string& type, const std::string& ke
   k.kernel = key == type ? type + "-block" : builtin_kernel_names().count(key) ? key : family;
   KernelConfig& c = k.config;
   c["HW"] = spatial_size(in);
-  c["KERNEL_SIZE"] = square_of(n.attr, "kernel_shape", 1);
-  c["STRIDES"] = square_of(n.attr, "strides", 1);
+  c["KERNEL_SIZE"] = square_of(n, "kernel_shape", 1);
+  c["STRIDES"] = square_of(n, "strides", 1);
   if (type == "dwconv") {
     c["CIN"] = in[1];
     c["COUT"] = in[1];
@@ -132,8 +137,8 @@ void describe_compute(const std::string& type, const DetNode& d, const std::stri
   } else if (type == "maxpool" || type == "avgpool") {
     k.kernel = type;
     hw_cin(k.config, in);
-    k.config["KERNEL_SIZE"] = square_of(n.attr, "kernel_shape", 1);
-    k.config["POOL_STRIDES"] = square_of(n.attr, "strides", 1);
+    k.config["KERNEL_SIZE"] = square_of(n, "kernel_shape", 1);
+    k.config["POOL_STRIDES"] = square_of(n, "strides", 1);
   } else if (type == "globalavgpool") {
     k.kernel = "global-avgpool";
     hw_cin(k.config, in);  // the real input size (nn-Meter always used 1)

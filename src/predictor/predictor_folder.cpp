@@ -189,7 +189,7 @@ namespace {
 
 PredictorMeta parse_meta(const Json& j, const fs::path& file) {
   const std::string origin = file.string();
-  if (!j.is_object() || j.value("format", "") != kFormatName)
+  if (!j.is_object() || !j.contains("format") || j["format"] != kFormatName)
     throw Error(origin + " is not an nn-meter predictor description (format is not '" + kFormatName + "')");
   if (!j.contains("format_version") || !j["format_version"].is_number_integer())
     throw Error(origin + " has no integer format_version");

@@ -301,7 +301,12 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
   // Checked before XGBoost reads the file: its loader trusts the trees' links as predict() would.
   TreeEnsemble trees = TreeEnsemble::from_xgboost_json(doc, origin);
   BoosterPtr booster = create_booster(nullptr, 0);
-  if (XGBoosterLoadModelFromBuffer(booster.get(), text.data(), text.size()) != 0)
+  // XGBoost takes a buffer for JSON only when its first byte is '{'; anything else (even the leading
+  // whitespace JSON allows) goes to its legacy binary reader, which trusts length fields in the data.
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string::npos || text[start] != '{')
+    throw Error(origin + " is not an XGBoost JSON model (no JSON object): rebuild the predictor");
+  if (XGBoosterLoadModelFromBuffer(booster.get(), text.data() + start, text.size() - start) != 0)
     throw Error(origin + " is not an XGBoost model (" + xgb_error() + "): rebuild the predictor");
 
   BoosterHandle b = booster.get();
