@@ -16,6 +16,7 @@
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
+#include "registry/plugin_probe.h"
 #include "profiling/worker_process.h"
 
 namespace nnmeter {
@@ -242,6 +243,7 @@ std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJo
 }
 
 int run_profile_worker(int result_fd) {
+  set_plugins_load_in_this_process();
   auto answer = [result_fd](const Json& message) {
     const std::string line = message.dump() + "\n";
     size_t done = 0;

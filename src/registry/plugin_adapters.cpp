@@ -2,6 +2,7 @@
 
 #include "common/io.h"
 #include "registry/plugin_library.h"
+#include "registry/plugin_probe.h"
 
 namespace nnmeter {
 
@@ -184,17 +185,22 @@ class PluginTestCase final : public TestCase {
 
 }  // namespace
 
+Json plugin_backend_declared_params(const ModuleEntry& entry) {
+  return with_reregister_hint("backend", entry.name, [&] {
+    return load_class(entry.meta, "classModule", "className", "backend").create(backend_default_config(entry.meta))->call("params");
+  });
+}
+
 BackendInfo plugin_backend_info(const ModuleEntry& entry, bool load_params) {
   BackendInfo info;
   info.name = entry.name;
   info.customized = true;
   const Json meta = entry.meta;
-  if (load_params) {
-    info.params = with_reregister_hint("backend", entry.name, [&] {
-      const auto object = load_class(meta, "classModule", "className", "backend").create(backend_default_config(meta));
-      return params_from_json(object->call("params"), entry.name);
-    });
-  }
+  // Reading the declared parameters runs the plugin (its library's initializers, its constructor): in a
+  // child, so that a plugin that crashes or hangs costs an error line, not the nn-meter process.
+  if (load_params)
+    info.params = with_reregister_hint("backend", entry.name,
+                                       [&] { return params_from_json(backend_params_isolated(entry), entry.name); });
   info.create = [meta, name = entry.name](const Json& config) -> std::unique_ptr<Backend> {
     return with_reregister_hint("backend", name, [&] {
       return std::make_unique<PluginBackend>(name, load_class(meta, "classModule", "className", "backend").create(config));

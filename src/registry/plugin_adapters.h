@@ -12,6 +12,8 @@ namespace nnmeter {
 
 // `load_params` loads the library to read the declared parameters (find/connect); listing does not.
 BackendInfo plugin_backend_info(const ModuleEntry& entry, bool load_params);
+// The backend plugin's raw "params" answer, loading it in this process (the probe child calls it).
+Json plugin_backend_declared_params(const ModuleEntry& entry);
 KernelInfo plugin_kernel_info(const ModuleEntry& entry);
 OperatorInfo plugin_operator_info(const ModuleEntry& entry);
 TestCaseInfo plugin_testcase_info(const ModuleEntry& entry);

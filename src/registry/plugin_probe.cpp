@@ -38,6 +38,9 @@ Json handle(const Json& request) {
       }
     throw Error("unknown module kind '" + kind + "'");
   }
+  if (task == "params")
+    return {{"params", plugin_backend_declared_params(
+                           ModuleEntry{request.at("name").get<std::string>(), "", request.at("meta")})}};
   const Registry registry(request.at("registry_home").get<std::string>());
   const std::string backend = request.at("backend").get<std::string>();
   if (task == "check_env") {
@@ -51,7 +54,18 @@ Json handle(const Json& request) {
   throw Error("unknown probe task '" + task + "'");
 }
 
+bool in_plugin_process = false;
+
 }  // namespace
+
+bool plugins_load_in_this_process() { return in_plugin_process; }
+void set_plugins_load_in_this_process() { in_plugin_process = true; }
+
+Json backend_params_isolated(const ModuleEntry& entry) {
+  if (plugins_load_in_this_process()) return plugin_backend_declared_params(entry);
+  return probe({{"task", "params"}, {"name", entry.name}, {"meta", entry.meta}}, plugin_label("backend", entry.name, entry.meta))
+      .at("params");
+}
 
 void validate_plugin_isolated(ModuleKind kind, const Json& meta, const std::string& name) {
   probe({{"task", "validate"}, {"kind", singular_name(kind)}, {"meta", meta}}, plugin_label(singular_name(kind), name, meta));
@@ -84,6 +98,7 @@ std::string test_connection_isolated(const Registry& registry, const std::string
 }
 
 int run_plugin_probe(int result_fd) {
+  set_plugins_load_in_this_process();
   std::string line;
   if (!std::getline(std::cin, line)) return 1;
   Json answer;

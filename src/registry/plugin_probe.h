@@ -20,6 +20,15 @@ std::string check_env_line_isolated(const Registry& registry, const BackendInfo&
 std::string test_connection_isolated(const Registry& registry, const std::string& backend, const Json& config,
                                      const std::string& config_origin);
 
+// The parameters a registered backend declares (its raw "params" answer), read in a child; in a worker
+// or probe child (plugins_load_in_this_process()) read in process. Throws Error.
+Json backend_params_isolated(const ModuleEntry& entry);
+
+// True in the processes that exist to run plugins (profile-worker, plugin-probe): they load plugins
+// themselves instead of starting yet another child.
+bool plugins_load_in_this_process();
+void set_plugins_load_in_this_process();
+
 // The child: reads one JSON request on stdin, answers one JSON line on `result_fd`. Returns the exit code.
 int run_plugin_probe(int result_fd);
 

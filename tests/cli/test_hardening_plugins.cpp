@@ -1,5 +1,6 @@
 // A plugin that crashes while loading, constructing or reporting its version must not take register,
-// check-env or connect down: they run it in a child and report one line naming the plugin and the signal.
+// check-env, connect or the commands that read its declared parameters down: they run it in a child and
+// report one line naming the plugin and the signal.
 #include "support/cli_expect.h"
 #include "support/plugin_fixtures.h"
 
@@ -57,6 +58,19 @@ TEST_F(HardeningPlugins, CheckEnvAndConnectSurviveACrashingPlugin) {
   r = run({"connect", "--backend", "chaos", "--workspace", (tmp / "ws").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "chaos ready\n");
+}
+
+// benchmark, profile, build and evaluate read the backend's declared parameters before starting: that load
+// of the plugin happens in a child too.
+TEST_F(HardeningPlugins, ReadingDeclaredParametersSurvivesACrashingPlugin) {
+  ASSERT_EQ(run({"register", "--backend", meta.string()}).exit_code, 0);
+  const fs::path model = tmp / "m.onnx";
+  write_text(model, "not read: the plugin crashes first");
+  for (const std::string stage : {"static", "constructor"}) {
+    const CliResult r = run({"benchmark", "--backend", "chaos", "--onnx", model.string()}, stage);
+    expect_one_line_error(r, "the backend plugin 'chaos' (" + pkg.string() + ") ended without answering");
+    EXPECT_TRUE(names_the_crash(r.err)) << r.err;
+  }
 }
 
 }  // namespace
