@@ -17,7 +17,7 @@ for arg in "$@"; do
 done
 # ONNX needs protobuf's dev package; oneDNN's CMake config needs the OpenCL headers; XGBoost's needs the
 # xgboost CLI package (see ../shared/reference/dependencies-debian.md). Chromium and pdftotext render the
-# HTML report of `nn-meter evaluate` in its test, as a person would see it.
+# HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
 packages=(
   cmake g++ make pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
@@ -26,6 +26,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
   libgtest-dev googletest libbenchmark-dev libsqlite3-dev
   chromium poppler-utils
+  help2man
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)
 
