@@ -18,6 +18,8 @@ done
 # ONNX needs protobuf's dev package; oneDNN's CMake config needs the OpenCL headers; XGBoost's needs the
 # xgboost CLI package (see ../shared/reference/dependencies-debian.md). Chromium and pdftotext render the
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
+# The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
+# write models) and torch (predicting a torch.nn.Module).
 packages=(
   cmake g++ make pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
@@ -27,6 +29,7 @@ packages=(
   libgtest-dev googletest libbenchmark-dev libsqlite3-dev
   chromium poppler-utils
   help2man
+  python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)
 

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,8 @@ struct ModelIr {
 // Parses the file (Error if it is not an ONNX model) and converts it. The weights are never read into
 // memory: only the graph structure and shapes are needed.
 ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes = {});
+// The same from a serialized ModelProto in memory (e.g. handed over by Python); `origin` names it in messages.
+ModelIr load_onnx_ir_bytes(std::string_view onnx_bytes, const std::string& origin, const InputShapes& shapes = {});
 
 // nn-Meter's IR json (reference §9.1): node name → {inbounds, outbounds, attr: {name, type, input_shape,
 // output_shape, attr}}, 4-D shapes in NHWC. Each node also carries "order", its topological index, so

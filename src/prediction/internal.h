@@ -23,6 +23,8 @@ inline constexpr size_t kElideBytes = 4096;
 // initializer payloads; elided tensors keep dims and type and are marked EXTERNAL so shape inference
 // never tries to read them. Not ONNX → Error.
 void read_onnx_structure(const fs::path& file, onnx::ModelProto& model);
+// The same from serialized bytes in memory; `origin` names them in messages.
+void read_onnx_structure(const uint8_t* data, size_t size, const std::string& origin, onnx::ModelProto& model);
 // The same light copy of an in-memory model into `copy`.
 void structure_copy(const onnx::ModelProto& model, onnx::ModelProto& copy);
 

@@ -427,6 +427,13 @@ ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes) {
   return convert_owned(*model, onnx_file.string(), shapes);
 }
 
+ModelIr load_onnx_ir_bytes(std::string_view onnx_bytes, const std::string& origin, const InputShapes& shapes) {
+  google::protobuf::Arena arena;
+  auto* model = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);
+  prediction::read_onnx_structure(reinterpret_cast<const uint8_t*>(onnx_bytes.data()), onnx_bytes.size(), origin, *model);
+  return convert_owned(*model, origin, shapes);
+}
+
 ModelIr onnx_to_ir(const onnx::ModelProto& model, const std::string& origin, const InputShapes& shapes) {
   google::protobuf::Arena arena;
   auto* copy = google::protobuf::Arena::CreateMessage<onnx::ModelProto>(&arena);

@@ -231,11 +231,18 @@ void append_raw(const std::string& raw, std::vector<double>& out) {
 
 void read_onnx_structure(const fs::path& file, onnx::ModelProto& model) {
   MappedFile mapped(file);
+  read_onnx_structure(mapped.data(), mapped.size(), file.string(), model);
+}
+
+void read_onnx_structure(const uint8_t* data, size_t size, const std::string& origin, onnx::ModelProto& model) {
+  if (size > kMaxModelFileBytes)
+    throw Error(origin + " is " + std::to_string(size) + " bytes, more than the " + std::to_string(kMaxModelFileBytes) +
+                " an ONNX model can be (keep large weights as external data)");
   try {
-    if (mapped.size() == 0) throw Malformed{};
-    skim_model(mapped.data(), mapped.size(), model);
+    if (size == 0) throw Malformed{};
+    skim_model(data, size, model);
   } catch (const Malformed&) {
-    throw Error(file.string() + " is not an ONNX model (it does not parse as an ONNX ModelProto with a graph)");
+    throw Error(origin + " is not an ONNX model (it does not parse as an ONNX ModelProto with a graph)");
   }
 }
 

@@ -1,3 +1,4 @@
+#include <dlfcn.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -116,6 +117,14 @@ fs::path find_worker_executable() {
   if (!ec) {
     if (self.filename() == "nn-meter") return self;
     if (fs::is_regular_file(self.parent_path() / "nn-meter")) return self.parent_path() / "nn-meter";
+  }
+  // A process that is not nn-meter (Python, a downstream program) finds the nn-meter installed or built
+  // with this very library: beside it in a build tree, in ../bin when installed.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<const void*>(&find_worker_executable), &info) != 0 && info.dli_fname != nullptr) {
+    const fs::path lib_dir = fs::weakly_canonical(fs::path(info.dli_fname), ec).parent_path();
+    for (const fs::path& candidate : {lib_dir / "nn-meter", lib_dir.parent_path() / "bin" / "nn-meter"})
+      if (fs::is_regular_file(candidate, ec)) return candidate;
   }
   throw Error("cannot find the nn-meter executable that runs profiling workers: set NN_METER_WORKER to its path");
 }

@@ -1,0 +1,153 @@
+"""The predictor side: load a registered predictor, predict every model form, batch and kernel-table calls,
+and bad input as one-line Python exceptions."""
+import json
+import os
+
+import numpy as np
+import onnx
+import pytest
+
+import nn_meter
+from conftest import make_workspace, run_cli
+from models import conv_relu_add
+
+KERNELS_YAML = "".join(f"  {k}:\n    INIT_SAMPLE_NUM: 12\n    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n"
+                       f"    ERROR_THRESHOLD: 0.1\n" for k in ("conv-bn-relu", "add", "relu", "global-avgpool"))
+
+
+@pytest.fixture(scope="module")
+def registered(tmp_path_factory):
+    """A small predictor built with the Python builder API, registered in a private home."""
+    tmp = tmp_path_factory.mktemp("predictor")
+    home = tmp / "home"
+    old = os.environ.get("NN_METER_HOME")
+    os.environ["NN_METER_HOME"] = str(home)
+    try:
+        ws = make_workspace(tmp / "ws", home, KERNELS_YAML)
+        from nn_meter.builder import build_latency_predictor, builder_config
+        builder_config.init(str(ws))
+        summaries = build_latency_predictor("onednn_cpu", predictor_name="tiny", ruletest=False)
+        assert sorted(s["kernel"] for s in summaries) == ["add", "conv-bn-relu", "global-avgpool", "relu"]
+        folder = ws / "predictor_build" / "predictor"
+        # Known fusion rules instead of a measured rule test: detection is then the same on every machine.
+        (folder / "fusion_rules.json").write_text(json.dumps({"BF_conv_relu": {"obey": True}}))
+        run_cli("register", "--predictor", folder / "meta.yaml", home=home)
+        yield home, ws
+    finally:
+        if old is None:
+            os.environ.pop("NN_METER_HOME", None)
+        else:
+            os.environ["NN_METER_HOME"] = old
+
+
+@pytest.fixture
+def predictor(registered, monkeypatch):
+    monkeypatch.setenv("NN_METER_HOME", str(registered[0]))
+    return nn_meter.load_latency_predictor("tiny")
+
+
+def test_list_and_load(registered, predictor, monkeypatch):
+    monkeypatch.setenv("NN_METER_HOME", str(registered[0]))
+    listed = nn_meter.list_latency_predictors()
+    assert [(p["name"], p["version"]) for p in listed] == [("tiny", "1.0")]
+    assert sorted(predictor.kernel_predictors) == ["add", "conv-bn-relu", "global-avgpool", "relu"]
+    assert nn_meter.load_latency_predictor("tiny", 1.0).name == "tiny"
+
+
+def test_every_onnx_form_predicts_the_same(predictor, tmp_path):
+    model = conv_relu_add()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, str(path))
+    by_path = predictor.predict(str(path), model_type="onnx")
+    assert by_path > 0
+    assert predictor.predict(path, model_type="onnx") == by_path  # os.PathLike
+    assert predictor.predict(model.SerializeToString(), model_type="onnx") == by_path
+    assert predictor.predict(model, model_type="onnx") == by_path  # onnx.ModelProto
+    # The same number the CLI prints for the file.
+    cli = run_cli("--json", "predict", "--predictor", "tiny", "--onnx", path, home=os.environ["NN_METER_HOME"])
+    assert json.loads(cli.stdout)["m.onnx"]["latency_ms"] == pytest.approx(by_path, rel=1e-12)
+
+
+def test_detail_and_ir_round_trip(predictor, tmp_path):
+    model = conv_relu_add()
+    detail = predictor.predict_detail(model)
+    assert detail["latency_ms"] == pytest.approx(sum(k["latency_ms"] for k in detail["kernels"]))
+    assert {k["predictor_kernel"] for k in detail["kernels"]} >= {"conv-bn-relu", "add", "global-avgpool"}
+    ir = nn_meter.model_to_graph(model)
+    assert {n["attr"]["type"] for n in ir.values()} >= {"Conv", "Relu", "Add"}
+    assert predictor.predict(ir, model_type="nnmeter-ir") == pytest.approx(detail["latency_ms"], rel=1e-12)
+    ir_file = tmp_path / "m_ir.json"
+    ir_file.write_text(json.dumps(ir))
+    assert predictor.predict(str(ir_file), model_type="nnmeter-ir") == pytest.approx(detail["latency_ms"], rel=1e-12)
+
+
+def test_batch_equals_one_by_one(predictor):
+    models = [conv_relu_add(channels=c, hw=hw) for c in (8, 16, 24) for hw in (14, 28)]
+    one_by_one = [predictor.predict(m) for m in models]
+    assert predictor.predict_batch(models, threads=2) == one_by_one
+    assert predictor.predict_batch(models, threads=1) == one_by_one
+    assert len(set(one_by_one)) > 1
+
+
+def test_kernel_table_matches_model_kernels(predictor):
+    detail = predictor.predict_detail(conv_relu_add())
+    conv = [k for k in detail["kernels"] if k["predictor_kernel"] == "conv-bn-relu"]
+    rows = np.array([k["features"] for k in conv])
+    got = predictor.predict_kernels("conv-bn-relu", rows)
+    assert got.shape == (len(conv),)
+    np.testing.assert_allclose(got, [k["latency_ms"] / k.get("groups", 1) for k in conv], rtol=1e-12)
+
+
+def test_torch_module_predicts_like_its_onnx_export(predictor, tmp_path):
+    torch = pytest.importorskip("torch")
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(16, 16, 3, padding=1, bias=False)
+            self.relu = torch.nn.ReLU()
+            self.conv2 = torch.nn.Conv2d(16, 16, 1, bias=False)
+            self.pool = torch.nn.AdaptiveAvgPool2d(1)
+
+        def forward(self, x):
+            return self.pool(self.conv2(self.relu(self.conv1(x))) + x)
+
+    module = Block()
+    from_torch = predictor.predict(module, model_type="torch", input_shape=(1, 16, 28, 28))
+    path = tmp_path / "block.onnx"
+    torch.onnx.export(module.eval(), torch.randn(1, 16, 28, 28), str(path), opset_version=13)
+    assert from_torch == predictor.predict(str(path), model_type="onnx")
+    assert from_torch == predictor.predict(conv_relu_add(), model_type="onnx")
+
+
+def test_bad_input_is_one_line_python_error(predictor, registered, tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_METER_HOME", str(registered[0]))
+    with pytest.raises(nn_meter.NNMeterError, match="no registered predictor 'nope'.*tiny"):
+        nn_meter.load_latency_predictor("nope")
+    with pytest.raises(nn_meter.NNMeterError, match="version"):
+        nn_meter.load_latency_predictor("tiny", "9.9")
+    with pytest.raises(ValueError, match="model_type must be one of"):
+        predictor.predict("m.pb", model_type="pb")
+    with pytest.raises(TypeError, match="onnx"):
+        predictor.predict(42)
+    with pytest.raises(nn_meter.NNMeterError, match="not an ONNX model"):
+        predictor.predict(b"definitely not onnx")
+    missing = tmp_path / "missing.onnx"
+    with pytest.raises(nn_meter.NNMeterError, match="missing.onnx"):
+        predictor.predict(str(missing))
+    with pytest.raises(nn_meter.NNMeterError, match="not nn-Meter IR json"):
+        predictor.predict(str(_write(tmp_path / "bad.json", "{nope")), model_type="nnmeter-ir")
+    bad_batch = [conv_relu_add(), b"garbage"]
+    with pytest.raises(nn_meter.NNMeterError, match="not an ONNX model"):
+        predictor.predict_batch(bad_batch)
+    with pytest.raises(nn_meter.NNMeterError, match="2-D"):
+        predictor.predict_kernels("conv-bn-relu", np.zeros(3))
+    with pytest.raises(nn_meter.NNMeterError):
+        predictor.predict_kernels("no-such-kernel", np.zeros((1, 3)))
+    for error in (nn_meter.NNMeterError("x"),):
+        assert isinstance(error, RuntimeError)
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
