@@ -30,4 +30,22 @@ grep -q "^predicted .* ms for 1 kernels" "$tmp/out.txt" || { echo "FAIL: unexpec
 PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" c++ -o "$tmp/pc" "$project/main.cpp" \
   $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs nnmeter)
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/pc" "$tmp/run" | grep -q "^predicted" || { echo "FAIL: pkg-config build"; exit 1; }
+# The Python package: installed into the prefix's dist-packages, importable without the build tree, its
+# module finding the installed libnnmeter (RPATH) and profiling through the installed nn-meter (no
+# NN_METER_WORKER). Skipped for a sanitizer build (its module needs the ASan runtime preloaded).
+module=$(find "$tmp/prefix" -name '_nnmeter*.so' | head -n 1)
+if [ -n "$module" ] && ! objdump -p "$module" | grep -q 'NEEDED.*libasan'; then
+  NN_METER_HOME="$tmp/home" "$tmp/prefix/bin/nn-meter" create --workspace "$tmp/ws" --backend onednn_cpu >/dev/null
+  printf 'NUM_RUNS: 3\nNUM_ROUNDS: 1\nMIN_TIME_MS: 1\nREPEATS: 1\n' > "$tmp/ws/configs/backend_config.yaml"
+  (cd "$tmp" && env -u NN_METER_WORKER -u LD_LIBRARY_PATH NN_METER_HOME="$tmp/home" \
+     PYTHONPATH="$(dirname "$(dirname "$module")")" /usr/bin/python3 -c "
+import nn_meter, sys
+from nn_meter.builder import builder_config, sample_and_profile_kernel_data
+assert nn_meter._nnmeter.__file__.startswith('$tmp/prefix'), nn_meter._nnmeter.__file__
+builder_config.init('$tmp/ws')
+data = sample_and_profile_kernel_data('relu', 2, 'onednn_cpu', seed=3)
+assert len(data) == 2 and all(' +- ' in e['latency'] for e in data.values()), data
+print('python ok')
+") | grep -q "^python ok" || { echo "FAIL: the installed Python package"; exit 1; }
+fi
 echo "ok"
