@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -29,20 +30,23 @@ namespace {
 
 Registry registry_at(const std::string& home) { return home.empty() ? Registry() : Registry(home); }
 
-// One model handed to the predictor: a file path, serialized ONNX bytes, or nn-Meter IR json text.
+// One model handed to the predictor: a file path, serialized ONNX bytes, or nn-Meter IR json text. It keeps
+// the Python bytes object alive and reads it in place (bytes are immutable, so no GIL is needed to read
+// them): a model's weights are megabytes, and copying them cost as much as the prediction.
 struct ModelSource {
   std::string kind;  // "file" | "bytes" | "ir"
-  std::string payload;
+  py::bytes payload;
   std::string origin;
+  std::string_view view;  // payload's buffer
 };
 
 ModelIr ir_of(const ModelSource& m, const InputShapes& shapes) {
-  if (m.kind == "file") return load_onnx_ir(m.payload, shapes);
-  if (m.kind == "bytes") return load_onnx_ir_bytes(m.payload, m.origin, shapes);
+  if (m.kind == "file") return load_onnx_ir(fs::path(std::string(m.view)), shapes);
+  if (m.kind == "bytes") return load_onnx_ir_bytes(m.view, m.origin, shapes);
   if (m.kind == "ir") {
     Json j;
     try {
-      j = Json::parse(m.payload);
+      j = Json::parse(m.view);
     } catch (const Json::exception& e) {
       throw Error(m.origin + " is not nn-Meter IR json: " + e.what());
     }
@@ -94,6 +98,12 @@ py::array_t<double> to_array(const std::vector<double>& v) {
   py::array_t<double> out(static_cast<py::ssize_t>(v.size()));
   std::copy(v.begin(), v.end(), out.mutable_data());
   return out;
+}
+
+ModuleKind module_kind(const std::string& kind) {
+  for (ModuleKind k : {ModuleKind::Backend, ModuleKind::Kernel, ModuleKind::Operator, ModuleKind::TestCase})
+    if (kind == section_name(k) || kind == singular_name(k)) return k;
+  throw Error("unknown module kind '" + kind + "': backends, kernels, operators or testcases");
 }
 
 Builder make_builder(const std::string& workspace, const std::string& backend, const std::string& home, uint64_t seed,
@@ -158,7 +168,11 @@ PYBIND11_MODULE(_nnmeter, m) {
 
   py::class_<ModelSource>(m, "ModelSource")
       .def(py::init([](std::string kind, py::bytes payload, std::string origin) {
-             return ModelSource{std::move(kind), std::string(payload), std::move(origin)};
+             char* data = nullptr;
+             Py_ssize_t size = 0;
+             if (PyBytes_AsStringAndSize(payload.ptr(), &data, &size) != 0) throw py::error_already_set();
+             return ModelSource{std::move(kind), std::move(payload), std::move(origin),
+                                std::string_view(data, static_cast<size_t>(size))};
            }),
            py::arg("kind"), py::arg("payload"), py::arg("origin"));
 
@@ -202,6 +216,21 @@ PYBIND11_MODULE(_nnmeter, m) {
             return predict_all(p, models, shapes, threads);
           },
           py::arg("models"), py::arg("shapes") = InputShapes{}, py::arg("threads") = 1)
+      // For bench/python_bench.py: the same prediction timed in C++, `calls` times in a row, seconds per
+      // call, so that the Python overhead is a ratio measured inside one process.
+      .def(
+          "_time_native_predict",
+          [](const LatencyPredictor& p, const ModelSource& model, int calls) {
+            py::gil_scoped_release unlocked;
+            std::vector<double> seconds;
+            for (int i = 0; i < calls; ++i) {
+              const auto t0 = std::chrono::steady_clock::now();
+              predict_source(p, model, {});
+              seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+            }
+            return seconds;
+          },
+          py::arg("model"), py::arg("calls"))
       .def(
           "predict_kernels",
           [](const LatencyPredictor& p, const std::string& kernel,
@@ -264,6 +293,18 @@ PYBIND11_MODULE(_nnmeter, m) {
   m.def(
       "register_predictor", [](const fs::path& meta, const std::string& home) { return registry_at(home).register_predictor(meta).name; },
       py::arg("meta_file"), py::arg("home") = "");
+  m.def(
+      "register_module",
+      [](const std::string& kind, const fs::path& meta, const std::string& home) {
+        return registry_at(home).register_module(module_kind(kind), meta).name;
+      },
+      py::arg("kind"), py::arg("meta_file"), py::arg("home") = "");
+  m.def(
+      "unregister_module",
+      [](const std::string& kind, const std::string& name, const std::string& implement, const std::string& home) {
+        registry_at(home).unregister_module(module_kind(kind), name, implement);
+      },
+      py::arg("kind"), py::arg("name"), py::arg("implement") = "", py::arg("home") = "");
   m.def(
       "list_backends",
       [](const std::string& home) {

@@ -5,8 +5,7 @@ latency predictors for your own devices. The Python face of nn-meter's C++ core 
     predictor = nn_meter.load_latency_predictor("onednn_cpu_predictor")
     latency_ms = predictor.predict("mobilenet_v2.onnx", model_type="onnx")
 """
-from ._nnmeter import NNMeterError, set_log_level
-from ._nnmeter import version as _version
+from ._native import native as _native
 from .predictor import (
     list_latency_predictors,
     load_latency_predictor,
@@ -15,9 +14,8 @@ from .predictor import (
     model_to_graph,
     model_file_to_graph,
 )
+from .registry import register_module, register_predictor, unregister_module
 from .utils import latency_metrics
-
-__version__ = _version()
 
 __all__ = [
     "NNMeterError",
@@ -29,4 +27,16 @@ __all__ = [
     "model_to_graph",
     "model_file_to_graph",
     "latency_metrics",
+    "register_module",
+    "unregister_module",
+    "register_predictor",
 ]
+
+
+def __getattr__(name):
+    # The core's names load the native module on first use (plugin hosts import nn_meter without it).
+    if name in ("NNMeterError", "set_log_level"):
+        return getattr(_native, name)
+    if name == "__version__":
+        return _native.version()
+    raise AttributeError(f"module 'nn_meter' has no attribute {name!r}")

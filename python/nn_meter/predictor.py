@@ -2,7 +2,7 @@
 import io
 import os
 
-from . import _nnmeter
+from ._native import native as _nnmeter
 from .utils import dumps, loads, registry_home
 
 MODEL_TYPES = ("onnx", "torch", "nnmeter-ir")

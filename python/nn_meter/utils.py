@@ -4,7 +4,7 @@ import os
 import sys
 import tempfile
 
-from . import _nnmeter
+from ._native import native as _nnmeter
 
 
 def registry_home():

@@ -25,6 +25,8 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
+std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand);
+
 }  // namespace
 
 bool write_all(int fd, const std::string& text) {
@@ -42,7 +44,7 @@ bool write_all(int fd, const std::string& text) {
 
 WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file,
                              double startup_timeout_s) {
-  spawn(executable, "profile-worker", log_file);
+  spawn(worker_argv(executable, "profile-worker"), log_file);
   auto reply = request(hello, startup_timeout_s);
   if (auto* why = std::get_if<std::string>(&reply))
     throw Error("the profiling worker did not start: " + *why + " (see " + log_file.string() + ")");
@@ -54,10 +56,25 @@ WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, cons
 }
 
 WorkerProcess::WorkerProcess(const fs::path& executable, const std::string& subcommand, const fs::path& log_file) {
-  spawn(executable, subcommand, log_file);
+  spawn(worker_argv(executable, subcommand), log_file);
 }
 
-void WorkerProcess::spawn(const fs::path& executable, const std::string& subcommand, const fs::path& log_file) {
+WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const fs::path& log_file) { spawn(argv, log_file); }
+
+namespace {
+std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand) {
+  std::vector<std::string> argv = {executable.string(), subcommand};
+  for (auto& a : worker_protocol_args()) argv.push_back(std::move(a));
+  return argv;
+}
+}  // namespace
+
+std::vector<std::string> worker_protocol_args() {
+  return {"--result-fd", std::to_string(kResultFd), "--parent-pid", std::to_string(::getpid())};
+}
+
+void WorkerProcess::spawn(std::vector<std::string> args, const fs::path& log_file) {
+  const std::string executable = args.at(0);
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   if (::pipe2(out_pipe, O_CLOEXEC) != 0) {
@@ -66,21 +83,23 @@ void WorkerProcess::spawn(const fs::path& executable, const std::string& subcomm
     throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
   std::error_code ec;
-  fs::create_directories(log_file.parent_path(), ec);
+  if (!log_file.empty()) fs::create_directories(log_file.parent_path(), ec);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], kResultFd);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  if (log_file.empty()) {  // the child writes to this process's stderr
+    posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
+  } else {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+  }
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);  // own group: a timeout kills the backend's children too
   posix_spawnattr_setpgroup(&attr, 0);
 
-  std::vector<std::string> args = {executable.string(), subcommand, "--result-fd", std::to_string(kResultFd),
-                                   "--parent-pid", std::to_string(::getpid())};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -95,7 +114,7 @@ void WorkerProcess::spawn(const fs::path& executable, const std::string& subcomm
     pid_ = -1;
     close_fd(to_worker_);
     close_fd(from_worker_);
-    throw Error("cannot start the worker process " + executable.string() + ": " + std::strerror(rc));
+    throw Error("cannot start the worker process " + executable + ": " + std::strerror(rc));
   }
 }
 

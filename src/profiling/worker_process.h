@@ -17,6 +17,9 @@ class WorkerProcess {
   WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file, double startup_timeout_s);
   // Starts `<executable> <subcommand>` with the same pipes and no hello (e.g. `plugin-probe`).
   WorkerProcess(const fs::path& executable, const std::string& subcommand, const fs::path& log_file);
+  // Starts `argv` (argv[0] the program's path) with the same pipes, e.g. a Python plugin host; an empty
+  // `log_file` leaves its output on this process's stderr.
+  WorkerProcess(const std::vector<std::string>& argv, const fs::path& log_file);
   ~WorkerProcess();
   WorkerProcess(const WorkerProcess&) = delete;
   WorkerProcess& operator=(const WorkerProcess&) = delete;
@@ -26,7 +29,7 @@ class WorkerProcess {
   bool alive() const { return pid_ > 0; }
 
  private:
-  void spawn(const fs::path& executable, const std::string& subcommand, const fs::path& log_file);
+  void spawn(std::vector<std::string> argv, const fs::path& log_file);
   std::variant<Json, std::string> read_line(double timeout_s);
   std::string reap(const std::string& why);  // kills the process group, waits, describes the end
 
@@ -35,6 +38,9 @@ class WorkerProcess {
   int from_worker_ = -1;
   std::string buffer_;
 };
+
+// The arguments every worker gets after its program and subcommand: the answers' fd and this process.
+std::vector<std::string> worker_protocol_args();
 
 // Writes all of `text` to `fd`, retrying short writes; false on an error.
 bool write_all(int fd, const std::string& text);

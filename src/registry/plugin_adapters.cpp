@@ -12,8 +12,10 @@ std::string str(const Json& meta, const char* key) {
   return meta.contains(key) && meta[key].is_string() ? meta[key].get<std::string>() : std::string();
 }
 
-PluginClass load_class(const Json& meta, const char* module_key, const char* class_key, const std::string& kind) {
-  return PluginClass::load(str(meta, "packageLocation"), str(meta, module_key), str(meta, class_key), kind);
+// `name`: the registered name, which a Python feature parser is constructed with ("" when validating).
+PluginClass load_class(const Json& meta, const char* module_key, const char* class_key, const std::string& kind,
+                       const std::string& name = "") {
+  return PluginClass::load(str(meta, "packageLocation"), str(meta, module_key), str(meta, class_key), kind, name);
 }
 
 // Errors from a plugin that was registered earlier get the way out appended: its files may have moved.
@@ -222,7 +224,7 @@ KernelInfo plugin_kernel_info(const ModuleEntry& entry) {
       suite.sampler =
           std::make_unique<PluginSampler>(load_class(meta, "samplerModule", "samplerName", "sampler").create(config));
       suite.parser =
-          std::make_unique<PluginParser>(load_class(meta, "parserModule", "parserName", "parser").create(config));
+          std::make_unique<PluginParser>(load_class(meta, "parserModule", "parserName", "parser", name).create(config));
       return suite;
     });
   };

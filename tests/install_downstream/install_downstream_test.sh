@@ -41,11 +41,19 @@ if [ -n "$module" ] && ! objdump -p "$module" | grep -q 'NEEDED.*libasan'; then
      PYTHONPATH="$(dirname "$(dirname "$module")")" /usr/bin/python3 -c "
 import nn_meter, sys
 from nn_meter.builder import builder_config, sample_and_profile_kernel_data
-assert nn_meter._nnmeter.__file__.startswith('$tmp/prefix'), nn_meter._nnmeter.__file__
+import nn_meter._nnmeter as native
+assert native.__file__.startswith('$tmp/prefix'), native.__file__
 builder_config.init('$tmp/ws')
 data = sample_and_profile_kernel_data('relu', 2, 'onednn_cpu', seed=3)
 assert len(data) == 2 and all(' +- ' in e['latency'] for e in data.values()), data
 print('python ok')
 ") | grep -q "^python ok" || { echo "FAIL: the installed Python package"; exit 1; }
+  # A backend written in Python registers through the installed CLI, whose plugin host is the installed one.
+  mkdir -p "$tmp/pyplugin"
+  printf 'from nn_meter.builder.backends import BaseBackend\nclass B(BaseBackend):\n    def test_connection(self):\n        print("hello from python")\n' \
+    > "$tmp/pyplugin/backend.py"
+  printf 'builtinName: py_backend\npackageLocation: %s\nclassModule: backend\nclassName: B\n' "$tmp/pyplugin" > "$tmp/pyplugin/meta.yaml"
+  env -u NN_METER_PLUGIN_HOST NN_METER_HOME="$tmp/home" "$tmp/prefix/bin/nn-meter" register --backend "$tmp/pyplugin/meta.yaml" \
+    | grep -q "Successfully register backend py_backend" || { echo "FAIL: a Python plugin with the installed nn-meter"; exit 1; }
 fi
 echo "ok"

@@ -1,7 +1,7 @@
 """builder_config: the workspace every builder call works in (nn-Meter's config manager)."""
 import os
 
-from .. import _nnmeter
+from .._native import native as _nnmeter
 from ..utils import loads
 
 _MODULES = ("backend", "predbuild", "ruletest")

@@ -4,7 +4,7 @@ profile models. Profiling runs in nn-meter's isolated worker processes with its 
 import os
 import sys
 
-from .. import _nnmeter
+from .._native import native as _nnmeter
 from ..utils import dumps, loads, progress_wanted, registry_home, write_json_atomic
 from .backends import backend_name, connect_backend, Backend
 from .config_manager import builder_config

@@ -1,7 +1,7 @@
 """Backends: connect to a builtin or registered backend with the workspace's backend_config.yaml."""
 import os
 
-from ... import _nnmeter
+from ..._native import native as _nnmeter
 from ...utils import dumps, loads, registry_home
 from ..config_manager import builder_config
 

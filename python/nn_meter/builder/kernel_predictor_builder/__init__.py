@@ -5,7 +5,7 @@ import shutil
 
 import numpy as np
 
-from ... import _nnmeter
+from ..._native import native as _nnmeter
 from ...utils import dumps, loads, registry_home
 from ..backends import backend_name
 from ..config_manager import builder_config

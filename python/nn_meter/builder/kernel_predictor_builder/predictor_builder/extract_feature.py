@@ -1,7 +1,7 @@
 """Feature extraction: kernel configs to the feature rows the kernel predictors train on."""
 import numpy as np
 
-from .... import _nnmeter
+from ...._native import native as _nnmeter
 from ....utils import dumps, loads, registry_home
 from .utils import collect_kernel_data
 

@@ -2,7 +2,7 @@
 import os
 import tempfile
 
-from .... import _nnmeter
+from ...._native import native as _nnmeter
 from ....utils import loads, write_json_atomic
 
 
