@@ -10,7 +10,7 @@ import pytest
 import nn_meter
 from conftest import make_workspace, run_cli
 from seed001_snippets import SNIPPETS
-from test_seed_snippets import CUSTOM_KERNEL_BUILD
+from test_seed_snippets import CUSTOM_KERNEL_BUILD, PARSER
 
 SEED_BACKEND = '''
 from nn_meter.builder.backends import BaseBackend
@@ -178,30 +178,13 @@ class MySampler(BaseConfigSampler):
                 for cfg in configs for _ in range(sample_num)]
 '''
 
-PARSER = '''
-from nn_meter.builder.kernel_predictor_builder import BaseFeatureParser
-
-class MyParser(BaseFeatureParser):
-    def __init__(self, kernel_type):
-        self.kernel_type = kernel_type
-        self.needed_config = ["HW", "CIN", "COUT", "KERNEL_SIZE", "STRIDES"]
-
-    def get_feature_by_config(self, config_dict):
-        feature = [config_dict[data] for data in self.needed_config]
-        hw, cin, cout, k, s = (config_dict[n] for n in self.needed_config)
-        param = cout * (k * k * cin + 1)
-        feature.extend([2 * hw / s * hw / s * param / 2e6, param / 1e6])
-        return feature
-
-    def get_config_by_feature(self, feature):
-        return {k: v for k, v in zip(self.needed_config, feature[:-2])}
-'''
 
 
 def test_a_python_kernel_builds_its_predictor(tmp_path, home):
     pytest.importorskip("torch")
     meta = package(tmp_path / "kernel_package",
-                   {"kernel_script.py": KERNEL, "config_sampler.py": SAMPLER, "feature_parser.py": PARSER},
+                   {"kernel_script.py": KERNEL, "config_sampler.py": SAMPLER,
+                    "feature_parser.py": SNIPPETS[PARSER]},  # the seed's parser, as written
                    {"builtin_name": "mykernel", "implement": "torch", "package_location": "{PKG}",
                     "class_module": "kernel_script", "class_name": "MyKernel", "sampler_module": "config_sampler",
                     "sampler_name": "MySampler", "parser_module": "feature_parser", "parser_name": "MyParser"})
