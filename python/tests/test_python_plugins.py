@@ -212,3 +212,18 @@ def test_a_python_kernel_builds_its_predictor(tmp_path, home):
     one = next(iter(data.values()))
     r = run_cli("backend", "onednn_cpu", "profile", "--onnx-path", one["model"], "--repeats", "1", home=home)
     assert "latency of" in r.stdout
+
+
+def test_a_moved_package_is_one_line_with_the_way_out_once(tmp_path, home):
+    meta = package(tmp_path / "pkg", {"backend.py": SEED_BACKEND},
+                   {"builtinName": "my_backend", "packageLocation": "{PKG}", "classModule": "backend",
+                    "className": "myBackend"})
+    run_cli("register", "--backend", meta, home=home)
+    ws = tmp_path / "ws"
+    run_cli("create", "--customized-workspace", ws, "--backend", "my_backend", home=home)
+    os.rename(tmp_path / "pkg", tmp_path / "moved")
+    r = run_cli("connect", "--backend", "my_backend", "--workspace", ws, home=home, check=False)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 1 and len(lines) == 1, r.stderr
+    assert "package location is not a folder" in lines[0]
+    assert lines[0].count("nn-meter unregister --backend my_backend") == 1, lines[0]

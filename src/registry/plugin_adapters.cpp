@@ -24,8 +24,11 @@ auto with_reregister_hint(const std::string& kind, const std::string& name, F&& 
   try {
     return body();
   } catch (const Error& e) {
-    throw Error(std::string(e.what()) + " (registered " + kind + " '" + name + "': if its files moved, run `nn-meter unregister --" +
-                kind + " " + name + "` and `nn-meter register --" + kind + " META.yaml` again)");
+    // Nested lookups (the declared parameters read inside a connect) must not repeat the hint.
+    const std::string hint = " (registered " + kind + " '" + name + "': ";
+    if (std::string_view(e.what()).find(hint) != std::string_view::npos) throw;
+    throw Error(std::string(e.what()) + hint + "if its files moved, run `nn-meter unregister --" + kind + " " + name +
+                "` and `nn-meter register --" + kind + " META.yaml` again)");
   }
 }
 
