@@ -18,6 +18,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
 #include "registry/plugin_probe.h"
+#include "workspace/config_files.h"
 
 namespace nnmeter::cli {
 
@@ -75,7 +76,7 @@ void add_param_flags(CLI::App* cmd, const std::shared_ptr<ParamFlags>& flags) {
 }
 
 Json config_of(const ParamFlags& flags) {
-  Json config = flags.config_file.empty() ? Json::object() : io::load_yaml_file(flags.config_file);
+  Json config = flags.config_file.empty() ? Json::object() : load_config_file(flags.config_file);
   if (config.is_null()) config = Json::object();
   for (const auto& p : flags.params) {
     const auto it = flags.raw.find(p.name);

@@ -8,6 +8,7 @@
 #include "cli/output.h"
 #include "common/io.h"
 #include "nnmeter/evaluate.h"
+#include "workspace/config_files.h"
 
 namespace nnmeter::cli {
 
@@ -28,7 +29,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
   s.predictor_version = a.version;
   s.backend = a.backend;
   if (!a.config.empty()) {
-    s.backend_config = io::load_yaml_file(a.config);
+    s.backend_config = load_config_file(a.config);
     if (s.backend_config.is_null()) s.backend_config = Json::object();
     if (!s.backend_config.is_object()) throw Error("--config " + a.config + " must be a mapping of backend config keys");
   }

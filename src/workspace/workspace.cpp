@@ -5,6 +5,7 @@
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/registry.h"
+#include "workspace/config_files.h"
 #include "workspace/config_schema.h"
 #include "workspace/default_configs.h"
 
@@ -16,12 +17,7 @@ constexpr const char* kBackendConfig = "backend_config.yaml";
 constexpr const char* kPredictorBuildConfig = "predictorbuild_config.yaml";
 constexpr const char* kRuleTestConfig = "ruletest_config.yaml";
 
-Json load_mapping(const fs::path& file) {
-  Json value = io::load_yaml_file(file);
-  if (value.is_null()) return Json::object();
-  if (!value.is_object()) throw Error(file.string() + " must be a mapping of keys to values");
-  return value;
-}
+Json load_mapping(const fs::path& file) { return load_config_file(file); }
 
 Json load_required(const fs::path& root, const char* name) {
   const fs::path file = root / "configs" / name;
