@@ -107,6 +107,14 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
 
 }  // namespace
 
+void report(const Context& ctx, const std::string& line, const Json& json) {
+  if (ctx.json) {
+    std::cout << json.dump(2) << std::endl;
+  } else {
+    print_line(line);
+  }
+}
+
 void add_worker_command(CLI::App& app, const std::string& name, const std::string& help, int (*run)(int result_fd)) {
   auto result_fd = std::make_shared<int>(3);
   auto parent_pid = std::make_shared<int>(0);

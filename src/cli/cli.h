@@ -23,6 +23,9 @@ struct Context {
   Registry registry;
 };
 
+// A command's result: its "(nn-Meter) " line, or with --json the object `json` on stdout.
+void report(const Context& ctx, const std::string& line, const Json& json);
+
 // Runs the CLI on argv-style arguments (args[0] is the program name); returns the exit code.
 // Errors are printed as one "(nn-Meter) ..." line on stderr.
 int run(int argc, char** argv);

@@ -22,7 +22,8 @@ void register_one(Context& ctx, const RegisterArgs& a) {
   try {
     if (!a.predictor.empty()) {
       const auto p = ctx.registry.register_predictor(a.predictor);
-      print_line(fmt::format("Successfully register predictor: {} (version {})", p.name, p.version));
+      report(ctx, fmt::format("Successfully register predictor: {} (version {})", p.name, p.version),
+             {{"registered", "predictor"}, {"name", p.name}, {"version", p.version}});
       return;
     }
     const std::vector<std::pair<ModuleKind, std::string>> choices = {{ModuleKind::Backend, a.backend},
@@ -33,11 +34,10 @@ void register_one(Context& ctx, const RegisterArgs& a) {
       if (meta.empty()) continue;
       const ModuleEntry entry = ctx.registry.register_module(kind, meta);
       // Wording as in nn-Meter's transcripts: backends without a colon, the other kinds with one.
-      if (kind == ModuleKind::Backend) {
-        print_line(fmt::format("Successfully register backend {}", entry.name));
-      } else {
-        print_line(fmt::format("Successfully register {}: {}", singular_name(kind), entry.name));
-      }
+      report(ctx,
+             kind == ModuleKind::Backend ? fmt::format("Successfully register backend {}", entry.name)
+                                         : fmt::format("Successfully register {}: {}", singular_name(kind), entry.name),
+             {{"registered", singular_name(kind)}, {"name", entry.name}, {"implement", entry.implement}});
       return;
     }
   } catch (const Error& e) {
@@ -48,26 +48,31 @@ void register_one(Context& ctx, const RegisterArgs& a) {
 }
 
 void unregister_one(Context& ctx, const UnregisterArgs& a) {
+  auto done = [&](const char* kind, const std::string& name, const std::string& implement, size_t removed) {
+    report(ctx,
+           implement.empty() ? fmt::format("Successfully unregister {}.", name)
+                             : fmt::format("Successfully unregister {} ({}).", name, implement),
+           {{"unregistered", kind}, {"name", name}, {"implement", implement}, {"removed", removed}});
+  };
   if (!a.predictor.empty()) {
     const std::optional<std::string> version =
         a.predictor_version.empty() ? std::nullopt : std::optional<std::string>(a.predictor_version);
-    ctx.registry.unregister_predictor(a.predictor, version);
-    print_line(fmt::format("Successfully unregister {}.", a.predictor));
+    done("predictor", a.predictor, "", ctx.registry.unregister_predictor(a.predictor, version));
     return;
   }
   if (!a.predictor_version.empty()) throw UsageError("--predictor-version needs --predictor NAME");
   if (!a.backend.empty()) {
     ctx.registry.unregister_module(ModuleKind::Backend, a.backend);
-    print_line(fmt::format("Successfully unregister {}.", a.backend));
+    done("backend", a.backend, "", 1);
   } else if (!a.kernel.empty()) {
     ctx.registry.unregister_module(ModuleKind::Kernel, a.kernel);
-    print_line(fmt::format("Successfully unregister {}.", a.kernel));
+    done("kernel", a.kernel, "", 1);
   } else if (!a.op.empty()) {
     ctx.registry.unregister_module(ModuleKind::Operator, a.op[0], a.op[1]);
-    print_line(fmt::format("Successfully unregister {} ({}).", a.op[0], a.op[1]));
+    done("operator", a.op[0], a.op[1], 1);
   } else if (!a.testcase.empty()) {
     ctx.registry.unregister_module(ModuleKind::TestCase, a.testcase[0], a.testcase[1]);
-    print_line(fmt::format("Successfully unregister {} ({}).", a.testcase[0], a.testcase[1]));
+    done("testcase", a.testcase[0], a.testcase[1], 1);
   } else {
     throw UsageError("nothing to unregister: give one of --predictor, --backend, --operator, --testcase or --kernel "
                 "(see nn-meter unregister --help)");

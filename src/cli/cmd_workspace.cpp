@@ -33,8 +33,10 @@ void create(Context& ctx, const CreateArgs& a) {
                 "(see nn-meter create --help)");
   }
   const fs::path root = create_workspace(ctx.registry, dir, flavor, a.backend);
-  print_line(fmt::format("Workspace {} for {} platform has been created. Users could edit experiment config in {}/.",
-                         root.string(), platform, (root / "configs").string()));
+  report(ctx,
+         fmt::format("Workspace {} for {} platform has been created. Users could edit experiment config in {}/.",
+                     root.string(), platform, (root / "configs").string()),
+         {{"workspace", root.string()}, {"platform", platform}, {"configs", (root / "configs").string()}});
 }
 
 void connect(Context& ctx, const std::string& backend_name, const std::string& workspace) {
@@ -42,7 +44,11 @@ void connect(Context& ctx, const std::string& backend_name, const std::string& w
   const std::string message = test_connection_isolated(ctx.registry, backend_name, ws.backend_config,
                                                        (ws.configs_dir() / "backend_config.yaml").string());
   // The backend's own words, unprefixed, as nn-Meter prints them.
-  std::cout << message << std::endl;
+  if (ctx.json) {
+    std::cout << Json{{"backend", backend_name}, {"message", message}}.dump(2) << std::endl;
+  } else {
+    std::cout << message << std::endl;
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // CLI conventions: --json on the commands that print data, exit codes (0 ok, 1 runtime error, 2 usage error).
 #include "nnmeter/common.h"
 #include "support/cli_expect.h"
+#include "support/plugin_fixtures.h"
 
 namespace nnmeter::test {
 namespace {
@@ -58,4 +59,31 @@ TEST(CliConventions, UsageErrorsExitTwoRuntimeErrorsOne) {
 }
 
 }  // namespace
+TEST(CliConventions, RegisterCreateConnectUnregisterAsJson) {
+  TempDir tmp;
+  const fs::path home = tmp / "home";
+  const fs::path meta = make_backend_package(tmp / "pkg");
+  const CliResult reg = run_cli({"--json", "register", "--backend", meta.string()}, home);
+  ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  EXPECT_EQ(Json::parse(reg.out), (Json{{"registered", "backend"}, {"name", "my_backend"}, {"implement", ""}}));
+  const CliResult created =
+      run_cli({"--json", "create", "--customized-workspace", (tmp / "ws").string(), "--backend", "my_backend"}, home);
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const Json ws = Json::parse(created.out);
+  EXPECT_EQ(ws["platform"], "customized");
+  EXPECT_TRUE(fs::exists(fs::path(ws["configs"].get<std::string>()) / "backend_config.yaml"));
+  const CliResult connected =
+      run_cli({"--json", "connect", "--backend", "my_backend", "--workspace", (tmp / "ws").string()}, home);
+  ASSERT_EQ(connected.exit_code, 0) << connected.err;
+  EXPECT_EQ(Json::parse(connected.out)["backend"], "my_backend");
+  EXPECT_FALSE(Json::parse(connected.out)["message"].get<std::string>().empty());
+  const CliResult gone = run_cli({"unregister", "--backend", "my_backend", "--json"}, home);
+  ASSERT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(Json::parse(gone.out)["unregistered"], "backend");
+  EXPECT_EQ(Json::parse(gone.out)["removed"], 1);
+  // Without --json the lines stay nn-Meter's.
+  EXPECT_EQ(run_cli({"register", "--backend", meta.string()}, home).out,
+            "(nn-Meter) Successfully register backend my_backend\n");
+}
+
 }  // namespace nnmeter::test
