@@ -270,7 +270,6 @@ PYBIND11_MODULE(_nnmeter, m) {
       "model_ir_json",
       [](const ModelSource& model, const InputShapes& shapes) { return ir_to_nnmeter_json(ir_of(model, shapes)).dump(); },
       py::arg("model"), py::arg("shapes") = InputShapes{});
-  m.def("parse_input_shape", &parse_input_shape, py::arg("text"));
   m.def(
       "latency_metrics",
       [](const std::vector<double>& y_pred, const std::vector<double>& y_true) {
@@ -310,14 +309,6 @@ PYBIND11_MODULE(_nnmeter, m) {
       [](const std::string& home) {
         std::vector<std::pair<std::string, bool>> out;
         for (const auto& b : list_backends(registry_at(home))) out.emplace_back(b.name, b.customized);
-        return out;
-      },
-      py::arg("home") = "");
-  m.def(
-      "list_kernels",
-      [](const std::string& home) {
-        std::vector<std::pair<std::string, bool>> out;
-        for (const auto& k : list_kernels(registry_at(home))) out.emplace_back(k.name, k.customized);
         return out;
       },
       py::arg("home") = "");

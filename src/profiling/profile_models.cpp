@@ -1,4 +1,3 @@
-#include <dlfcn.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "common/location.h"
 #include "common/progress.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
@@ -120,12 +120,9 @@ fs::path find_worker_executable() {
   }
   // A process that is not nn-meter (Python, a downstream program) finds the nn-meter installed or built
   // with this very library: beside it in a build tree, in ../bin when installed.
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<const void*>(&find_worker_executable), &info) != 0 && info.dli_fname != nullptr) {
-    const fs::path lib_dir = fs::weakly_canonical(fs::path(info.dli_fname), ec).parent_path();
+  if (const fs::path lib_dir = library_dir(); !lib_dir.empty())
     for (const fs::path& candidate : {lib_dir / "nn-meter", lib_dir.parent_path() / "bin" / "nn-meter"})
       if (fs::is_regular_file(candidate, ec)) return candidate;
-  }
   throw Error("cannot find the nn-meter executable that runs profiling workers: set NN_METER_WORKER to its path");
 }
 

@@ -25,7 +25,11 @@ void close_fd(int& fd) {
   fd = -1;
 }
 
-std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand);
+std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand) {
+  std::vector<std::string> argv = {executable.string(), subcommand};
+  for (auto& a : worker_protocol_args()) argv.push_back(std::move(a));
+  return argv;
+}
 
 }  // namespace
 
@@ -60,14 +64,6 @@ WorkerProcess::WorkerProcess(const fs::path& executable, const std::string& subc
 }
 
 WorkerProcess::WorkerProcess(const std::vector<std::string>& argv, const fs::path& log_file) { spawn(argv, log_file); }
-
-namespace {
-std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand) {
-  std::vector<std::string> argv = {executable.string(), subcommand};
-  for (auto& a : worker_protocol_args()) argv.push_back(std::move(a));
-  return argv;
-}
-}  // namespace
 
 std::vector<std::string> worker_protocol_args() {
   return {"--result-fd", std::to_string(kResultFd), "--parent-pid", std::to_string(::getpid())};

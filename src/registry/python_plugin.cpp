@@ -1,12 +1,12 @@
 #include "registry/python_plugin.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <variant>
 
 #include "common/io.h"
+#include "common/location.h"
 #include "profiling/worker_process.h"
 
 namespace nnmeter {
@@ -35,10 +35,8 @@ fs::path find_interpreter() {
 // <prefix>/lib/python3.X/dist-packages/nn_meter/ when installed.
 fs::path find_host_script() {
   if (const char* env = std::getenv("NN_METER_PLUGIN_HOST"); env != nullptr && *env != '\0') return env;
-  Dl_info info{};
   std::error_code ec;
-  if (::dladdr(reinterpret_cast<const void*>(&find_host_script), &info) != 0 && info.dli_fname != nullptr) {
-    const fs::path lib_dir = fs::weakly_canonical(fs::path(info.dli_fname), ec).parent_path();
+  if (const fs::path lib_dir = library_dir(); !lib_dir.empty()) {
     const fs::path in_build_tree = lib_dir / "python" / "nn_meter" / "_plugin_host.py";
     if (fs::is_regular_file(in_build_tree, ec)) return in_build_tree;
     for (const auto& entry : fs::directory_iterator(lib_dir, ec)) {
