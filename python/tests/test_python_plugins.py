@@ -102,7 +102,7 @@ def test_python_api_registers_and_connects(tmp_path, home):
      "ValueError: no device at all (backend.py:3)"),
     ("class Other:\n    pass\n", "has no class 'myBackend'"),
     ("import os\nclass myBackend:\n    def __init__(self, c):\n        os.kill(os.getpid(), 11)\n",
-     "crashed with signal 11"),
+     "crashed with signal"),  # 11, or 6 where a preloaded ASan turns the SEGV into an abort
 ])
 def test_a_module_that_fails_is_one_line_and_not_registered(tmp_path, home, module_text, reason):
     meta = package(tmp_path / "bad", {"backend.py": module_text},
