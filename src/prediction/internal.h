@@ -59,9 +59,12 @@ std::optional<Shape> static_shape(const onnx::TypeProto& type);
 std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string& origin,
                                    std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
 // Every tensor's shape by this project's own inference (graph inputs must be static), visiting nodes in
-// `order`; nullopt when an op or attribute is outside what it handles, and ONNX's inference must run.
+// `order`; nullopt when an op or attribute is outside what it handles, and ONNX's inference must run. A node
+// that ONNX's inference would read out of bounds on (a Conv weight's rank not the input's) → Error naming
+// `origin`.
 std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order,
-                                              std::pmr::memory_resource* scratch = std::pmr::get_default_resource());
+                                              std::pmr::memory_resource* scratch = std::pmr::get_default_resource(),
+                                              const std::string& origin = "the model");
 // ONNX's shape inference with data propagation (rewrites value_info, output shapes and, for folded
 // shape tensors, node inputs); shapes of graph inputs, value_info and outputs. Failure → Error.
 ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& origin);

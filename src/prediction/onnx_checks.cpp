@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "prediction/internal.h"
 
@@ -93,6 +94,40 @@ void check_attributes(const onnx::NodeProto& n, const std::string& origin) {
 
 std::string shape_text(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ",")); }
 
+// ONNX's convPoolShapeInference indexes strides, dilations, pads and the input's dims by the window's
+// length without checking them against each other: a window longer than the input's spatial rank reads
+// past the input shape (a segfault). The window is kernel_shape, or the weight's dims after the first two
+// when the weight is an initializer; its length must match every per-axis attribute and, for a graph input
+// of known shape, the input's spatial rank. (An intermediate input's rank is checked by our own shape
+// inference, which stops with an error instead of handing such a node to ONNX's.)
+struct GraphTensors {
+  std::unordered_map<std::string_view, int> initializer_rank;
+  std::unordered_map<std::string_view, size_t> input_rank;  // graph inputs with a shape (dims may be symbolic)
+};
+
+void check_window_ranks(const onnx::NodeProto& n, const GraphTensors& tensors, const std::string& origin) {
+  static const std::unordered_set<std::string_view> ops = {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose",
+                                                           "MaxPool", "AveragePool", "LpPool"};
+  if (!ops.count(n.op_type()) || n.input_size() == 0) return;
+  std::optional<size_t> window;
+  for (const auto& a : n.attribute())
+    if (a.name() == "kernel_shape") window = static_cast<size_t>(a.ints_size());
+  const int weight_index = n.op_type() == "QLinearConv" ? 3 : 1;
+  if (!window && n.op_type().find("Conv") != std::string::npos && n.input_size() > weight_index)
+    if (auto it = tensors.initializer_rank.find(n.input(weight_index)); it != tensors.initializer_rank.end())
+      window = it->second >= 2 ? static_cast<size_t>(it->second - 2) : 0;
+  if (!window) return;
+  for (const auto& a : n.attribute()) {
+    const size_t want = a.name() == "pads" ? 2 * *window : *window;
+    if ((a.name() == "strides" || a.name() == "dilations" || a.name() == "pads") && static_cast<size_t>(a.ints_size()) != want)
+      throw Error(fmt::format("{} of {} has a {}-D window but {} {}: give {} values", node_label(n), origin, *window,
+                              a.ints_size(), a.name(), want));
+  }
+  if (auto it = tensors.input_rank.find(n.input(0)); it != tensors.input_rank.end() && it->second != *window + 2)
+    throw Error(fmt::format("{} of {} has a {}-D window but its input '{}' has rank {} (expected {})", node_label(n),
+                            origin, *window, n.input(0), it->second, *window + 2));
+}
+
 // Initializers and constant tensors may legitimately be empty (Resize's unused roi); they only need sizes
 // inference can afford.
 void check_constant_dims(const onnx::TensorProto& t, const std::string& what, const std::string& origin) {
@@ -145,22 +180,29 @@ void check_onnx_model(const onnx::ModelProto& model, const std::string& origin) 
   if (opset < lowest || opset > highest)
     throw Error(fmt::format("{} uses ONNX opset {}; nn-meter reads opsets {} to {}: re-export the model with one of them",
                             origin, opset, lowest, highest));
-  size_t nodes = 0;
-  for_each_model_node(model, [&](const onnx::NodeProto& n) {
-    if (++nodes > kMaxModelNodes)
-      throw Error(fmt::format("{} has more than {} nodes, more than nn-meter reads", origin, kMaxModelNodes));
-    check_text(n, origin);
-    check_attributes(n, origin);
-    for (const auto& a : n.attribute())
-      if (a.has_t()) check_constant_dims(a.t(), node_label(n) + ": tensor", origin);
-  });
-  for (const auto& t : g.initializer()) check_constant_dims(t, "initializer", origin);
+  // Graph inputs first: the window checks below compare against their ranks.
   for (const auto& vi : g.input()) {
     if (!utf8(vi.name()))
       throw Error(fmt::format("an input of {} has a name that is not UTF-8 text", origin));
     if (auto s = static_shape(vi.type()))
       check_tensor_shape(*s, [&] { return fmt::format("input '{}' of {}", vi.name(), origin); });
   }
+  GraphTensors tensors;
+  for (const auto& t : g.initializer()) tensors.initializer_rank.emplace(t.name(), t.dims_size());
+  for (const auto& vi : g.input())
+    if (vi.type().has_tensor_type() && vi.type().tensor_type().has_shape())
+      tensors.input_rank.emplace(vi.name(), static_cast<size_t>(vi.type().tensor_type().shape().dim_size()));
+  size_t nodes = 0;
+  for_each_model_node(model, [&](const onnx::NodeProto& n) {
+    if (++nodes > kMaxModelNodes)
+      throw Error(fmt::format("{} has more than {} nodes, more than nn-meter reads", origin, kMaxModelNodes));
+    check_text(n, origin);
+    check_attributes(n, origin);
+    check_window_ranks(n, tensors, origin);
+    for (const auto& a : n.attribute())
+      if (a.has_t()) check_constant_dims(a.t(), node_label(n) + ": tensor", origin);
+  });
+  for (const auto& t : g.initializer()) check_constant_dims(t, "initializer", origin);
 }
 
 void check_node_schemas(const onnx::ModelProto& model, const std::string& origin) {

@@ -408,7 +408,7 @@ ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const 
   fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
   prediction::check_onnx_model(model, origin);
   const std::vector<int> order = prediction::topological_nodes(model.graph(), origin, &scratch);
-  std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order, &scratch);
+  std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order, &scratch, origin);
   if (!inferred) inferred = prediction::infer_shapes_with_onnx(model, origin);
   ModelIr ir = Converter(model, origin, *inferred, &scratch).run(order);
   if (std::all_of(ir.nodes.begin(), ir.nodes.end(), [](const IrNode& n) { return n.type == "Placeholder"; }))

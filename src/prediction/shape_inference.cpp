@@ -3,6 +3,8 @@
 // know for certain (an op outside the list, auto_pad, a shape that does not check out, a reshape target it
 // cannot evaluate) makes it give up, and the caller runs ONNX's inference instead, so results and errors
 // stay ONNX's. tests/prediction/shape_inference_test.cpp holds the two equal over the model zoo.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -16,6 +18,10 @@ namespace nnmeter::prediction {
 namespace {
 
 struct Unsupported {};
+// A node ONNX's own inference must never see: it would read out of bounds rather than fail.
+struct Malformed {
+  std::string why;
+};
 
 void require(bool ok) {
   if (!ok) throw Unsupported{};
@@ -181,7 +187,10 @@ class Inference {
     const Shape& in = shape(input(n, 0));
     const Shape& w = shape(input(n, 1));
     const int64_t group = int_attr(n, "group", 1);
-    require(w.size() == in.size() && in.size() >= 3 && group > 0 && in[1] % group == 0 && in[1] / group == w[1] &&
+    if (w.size() != in.size())
+      throw Malformed{fmt::format("node '{}' (Conv) has a weight of rank {} for an input of rank {}",
+                                  n.name().empty() ? n.output(0) : n.name(), w.size(), in.size())};
+    require(in.size() >= 3 && group > 0 && in[1] % group == 0 && in[1] / group == w[1] &&
             w[0] % group == 0);
     const std::span<const int64_t> weight_window(w.begin() + 2, w.end());
     const auto kernel = ints_attr(n, "kernel_shape").value_or(weight_window);
@@ -393,11 +402,13 @@ class Inference {
 }  // namespace
 
 std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const std::vector<int>& order,
-                                              std::pmr::memory_resource* scratch) {
+                                              std::pmr::memory_resource* scratch, const std::string& origin) {
   try {
     return Inference(g, scratch).run(g, order);
   } catch (const Unsupported&) {
     return std::nullopt;
+  } catch (const Malformed& m) {
+    throw Error(m.why + " in " + origin);
   }
 }
 

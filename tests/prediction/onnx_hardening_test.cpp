@@ -2,6 +2,7 @@
 // and what is wrong, raised before ONNX's shape inference (which divides by strides and trusts schemas) can
 // crash on it; resource limits hold; conversion stays linear in the number of nodes.
 #include <fcntl.h>
+#include <algorithm>
 #include <sys/stat.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -99,6 +100,33 @@ TEST(OnnxHardening, NonPositiveWindowAttributesAreRejected) {
   set_attr(node_of(same, "MaxPool"), pad);
   set_attr(node_of(same, "MaxPool"), attr("strides", std::vector<int64_t>{0, 0}));
   expect_error(same, "strides [0,0]", "auto_pad with zero strides");
+}
+
+// ONNX's convPoolShapeInference indexes the per-axis attributes and the input's dims by the window's length
+// unchecked: a window longer than them read out of bounds (a fuzzing find, kept in fuzz/corpus).
+TEST(OnnxHardening, WindowsMustMatchTheirAttributesAndInputRank) {
+  onnx::ModelProto pool = conv_pool_model();
+  set_attr(node_of(pool, "MaxPool"), attr("strides", std::vector<int64_t>{2, 2, 2}));
+  expect_error(pool, "(MaxPool) of hostile.onnx has a 2-D window but 3 strides: give 2 values", "pool strides");
+  onnx::ModelProto pads = conv_pool_model();
+  set_attr(node_of(pads, "Conv"), attr("pads", std::vector<int64_t>{1, 1}));
+  expect_error(pads, "has a 2-D window but 2 pads: give 4 values", "conv pads");
+
+  // A 3-D weight window (no kernel_shape) behind a Relu, so only the input's rank is wrong: our own shape
+  // inference stops instead of handing the node to ONNX's.
+  onnxgen::Builder b("hostile");
+  b.output(b.relu(b.conv(b.relu(b.input("x", {1, 8, 16, 16})), 8, 3, 1, -1, 1)));
+  onnx::ModelProto deep = b.model();
+  onnx::NodeProto& conv = node_of(deep, "Conv");
+  for (auto& t : *deep.mutable_graph()->mutable_initializer())
+    if (t.name() == conv.input(1)) t.add_dims(3);
+  auto& attrs = *conv.mutable_attribute();
+  attrs.erase(std::remove_if(attrs.begin(), attrs.end(), [](const auto& a) { return a.name() == "kernel_shape"; }),
+              attrs.end());
+  set_attr(conv, attr("strides", std::vector<int64_t>{1, 1, 1}));
+  set_attr(conv, attr("dilations", std::vector<int64_t>{1, 1, 1}));
+  set_attr(conv, attr("pads", std::vector<int64_t>{1, 1, 1, 1, 1, 1}));
+  expect_error(deep, "(Conv) has a weight of rank 5 for an input of rank 4 in hostile.onnx", "deep conv");
 }
 
 TEST(OnnxHardening, GroupsMustSplitTheChannels) {

@@ -110,7 +110,7 @@ TEST_F(PredictCli, DynamicShapesNeedInputShape) {
   const CliResult ref = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", (models() / "b_resnet18.onnx").string()}, home());
   EXPECT_EQ(latency_in(ok.out, "dyn.onnx"), latency_in(ref.out, "b_resnet18.onnx"));
   expect_refused({"predict", "--predictor", "tiny_cpu", "--onnx", file.string(), "--input-shape", "input:1x3"},
-                 "shape inference failed");
+                 "has a 2-D window but its input 'input' has rank 2 (expected 4)");
 }
 
 TEST_F(PredictCli, BadInputsAreOneLineErrors) {
