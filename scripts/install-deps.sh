@@ -18,6 +18,8 @@ done
 # ONNX needs protobuf's dev package; oneDNN's CMake config needs the OpenCL headers; XGBoost's needs the
 # xgboost CLI package (see ../shared/reference/dependencies-debian.md). Chromium and pdftotext render the
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
+# flatbuffers writes the TFLite export; Arm NN's TFLite parser runs the exported files in the tests (its
+# only backend on x86, CpuRef, is a separate package that nothing depends on).
 packages=(
   cmake g++ make pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
@@ -27,6 +29,8 @@ packages=(
   libgtest-dev googletest libbenchmark-dev libsqlite3-dev
   chromium poppler-utils
   help2man
+  libflatbuffers-dev flatbuffers-compiler
+  libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)
 
