@@ -1,5 +1,7 @@
 #include "common/subprocess.h"
 
+#include "common/text.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -10,6 +12,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 extern char** environ;
 
@@ -124,6 +129,22 @@ CommandResult run_command(const std::vector<std::string>& argv, double timeout_s
   return result;
 }
 
+CommandResult run_tool(const std::vector<std::string>& argv, const ToolRun& how) {
+  if (how.dry_run) {
+    spdlog::info("[dry-run] {}", command_line(argv));
+    return CommandResult{0, 0, false, ""};
+  }
+  if (argv.empty() || !find_executable(argv[0]))
+    throw Error(fmt::format("{}: '{}' is not installed or not on PATH: {}", how.who, argv.empty() ? "" : argv[0],
+                            how.missing_hint));
+  spdlog::debug("{}: {}", how.who, command_line(argv));
+  CommandResult r = run_command(argv, how.timeout_s);
+  if (r.timed_out)
+    throw Error(fmt::format("{}: `{}` did not finish within {} s (TIMEOUT_S); the device may be hung or the model too slow",
+                            how.who, command_line(argv), how.timeout_s));
+  return r;
+}
+
 std::string shell_quote(const std::string& word) {
   const bool safe = !word.empty() && word.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
                                                            "0123456789_-./=:,+@%") == std::string::npos;
@@ -144,9 +165,8 @@ std::string last_output_line(const std::string& output) {
   while (end > 0) {
     const size_t start = output.rfind('\n', end - 1);
     const size_t from = start == std::string::npos ? 0 : start + 1;
-    std::string line = output.substr(from, end - from);
-    const size_t a = line.find_first_not_of(" \t\r");
-    if (a != std::string::npos) return line.substr(a, line.find_last_not_of(" \t\r") - a + 1);
+    const std::string line = trim(output.substr(from, end - from));
+    if (!line.empty()) return line;
     if (start == std::string::npos) break;
     end = start;
   }

@@ -21,6 +21,19 @@ struct CommandResult {
 // program cannot be started at all.
 CommandResult run_command(const std::vector<std::string>& argv, double timeout_s);
 
+// How a backend runs its external tool (adb, benchmark_app): `who` names the backend in messages,
+// `missing_hint` says how to get the tool, a dry run prints the command instead of running it.
+struct ToolRun {
+  std::string who;
+  std::string missing_hint;
+  double timeout_s = 300;
+  bool dry_run = false;
+};
+// Dry run: prints "[dry-run] <command line>" and returns an empty success. Otherwise throws a one-line
+// Error when argv[0] is not installed or the run passes the timeout, and returns the result (any exit
+// status) for the caller to judge.
+CommandResult run_tool(const std::vector<std::string>& argv, const ToolRun& how);
+
 // The executable `program` resolves to (a path with '/' as given, else the first match on PATH).
 std::optional<fs::path> find_executable(const std::string& program);
 

@@ -1,20 +1,17 @@
 // tflite_cpu / tflite_gpu: the benchmark_model parser on recorded outputs of several TFLite builds, and
 // the adb sequence against a stand-in adb that records its argv and plays back a recorded device.
 #include <gtest/gtest.h>
-#include <sys/stat.h>
 
 #include "backends/tflite/benchmark_output.h"
 #include "backends/tflite/tflite_backend.h"
-#include "support/test_support.h"
+#include "backends/fake_tool.h"
 
 namespace nnmeter::tflite {
 namespace {
 
 using test::contains;
 
-const fs::path kFixtures = fs::path(NNMETER_SOURCE_DIR) / "tests/backends/fixtures";
-
-std::string fixture(const std::string& name) { return test::read_text(kFixtures / name); }
+std::string fixture(const std::string& name) { return test::read_text(test::fixture_path(name)); }
 
 TEST(BenchmarkModelOutput, RecentBuildTakesTheTimedPhaseWithItsMedian) {
   const auto r = parse_benchmark_model_output(fixture("benchmark_model_recent.txt"));
@@ -84,42 +81,19 @@ TEST(BenchmarkModelOutput, UnparsableOutputIsAnErrorCarryingTheRawLine) {
   EXPECT_TRUE(contains(e, "(no output)")) << e;
 }
 
-// A stand-in adb in a temp folder, its argv log, and the environment it reads.
-struct FakeDevice {
-  test::TempDir dir;
-  fs::path adb = dir / "adb";
-  fs::path log = dir / "argv.log";
-  fs::path model = dir / "model.tflite";
+// The stand-in adb with a model file to push.
+struct FakeDevice : test::FakeTool {
+  fs::path model = dir() / "model.tflite";
 
-  FakeDevice() {
-    fs::copy_file(fs::path(NNMETER_SOURCE_DIR) / "tests/backends/fake_adb.sh", adb);
-    ::chmod(adb.c_str(), 0755);
+  FakeDevice() : FakeTool("fake_adb.sh", "adb", "FAKE_ADB_LOG") {
     test::write_text(model, "TFL3 not a real model: the stand-in device only receives it");
-    set("FAKE_ADB_LOG", log.string());
-    set("FAKE_ADB_OUTPUT", (kFixtures / "benchmark_model_recent.txt").string());
-  }
-  ~FakeDevice() {
-    for (const auto& name : set_) ::unsetenv(name.c_str());
-  }
-  void set(const std::string& name, const std::string& value) {
-    ::setenv(name.c_str(), value.c_str(), 1);
-    set_.push_back(name);
+    set("FAKE_ADB_OUTPUT", test::fixture_path("benchmark_model_recent.txt").string());
   }
   std::unique_ptr<Backend> backend(bool gpu, Json config) const {
-    config["ADB"] = adb.string();
+    config["ADB"] = program().string();
     const BackendInfo info = backend_info(gpu);
     return info.create(resolve_backend_config(info.params, config, "test"));
   }
-  std::vector<std::string> calls() const {
-    std::vector<std::string> out;
-    if (!fs::exists(log)) return out;
-    std::istringstream in(test::read_text(log));
-    for (std::string line; std::getline(in, line);) out.push_back(line);
-    return out;
-  }
-
- private:
-  std::vector<std::string> set_;
 };
 
 TEST(TfliteBackend, ProfilePushesRunsParsesAndRemoves) {
@@ -177,7 +151,7 @@ TEST(TfliteBackend, ConnectionReportsModelAndAndroidVersion) {
 
 TEST(TfliteBackend, MissingAdbDeviceOrBinaryAreOneLineErrors) {
   FakeDevice d;
-  Json config = {{"ADB", (d.dir / "no-such-adb").string()}};
+  Json config = {{"ADB", (d.dir() / "no-such-adb").string()}};
   const BackendInfo info = backend_info(false);
   auto no_adb = info.create(resolve_backend_config(info.params, config, "test"));
   EXPECT_FALSE(no_adb->is_available());
@@ -196,7 +170,7 @@ TEST(TfliteBackend, MissingAdbDeviceOrBinaryAreOneLineErrors) {
   ::unsetenv("FAKE_ADB_DEVICE");
 
   d.set("FAKE_ADB_BINARY", "missing");
-  fs::remove(d.log);
+  fs::remove(d.log());
   e = test::error_of([&] { d.backend(false, {})->profile({d.model}); });
   EXPECT_TRUE(contains(e, "benchmark_model is not on the device at /data/local/tmp/benchmark_model")) << e;
   ASSERT_EQ(d.calls().size(), 3u);
@@ -207,7 +181,7 @@ TEST(TfliteBackend, MissingAdbDeviceOrBinaryAreOneLineErrors) {
 
 TEST(TfliteBackend, UnparsableOutputLosesTheSampleAndStillCleansUp) {
   FakeDevice d;
-  const fs::path out = d.dir / "garbled.txt";
+  const fs::path out = d.dir() / "garbled.txt";
   test::write_text(out, "INFO: Initialized session in 1.2ms.\nINFO: count=50 first=1 curr=x min=1 max=2 avg=1.5 std=0.1\n");
   d.set("FAKE_ADB_OUTPUT", out.string());
   const std::string e = test::error_of([&] { d.backend(false, {})->profile({d.model}); });
@@ -237,7 +211,7 @@ TEST(TfliteBackend, DryRunRunsNothingAndMeasuresNothing) {
 
 TEST(TfliteBackend, ProfileNeedsAConvertedModel) {
   FakeDevice d;
-  std::string e = test::error_of([&] { d.backend(false, {})->profile({d.dir / "model.onnx"}); });
+  std::string e = test::error_of([&] { d.backend(false, {})->profile({d.dir() / "model.onnx"}); });
   EXPECT_TRUE(contains(e, "profiles .tflite files")) << e;
   e = test::error_of([&] { d.backend(false, {})->build_wrapper({d.model}); });
   EXPECT_TRUE(contains(e, "no inference wrapper")) << e;

@@ -88,7 +88,7 @@ TEST(TfliteCli, DeviceProblemsAreOneLineErrors) {
   env["PATH"] = "/nonexistent";
   r = run_cli({"connect", "--backend", "tflite_cpu", "--workspace", ws.string()}, p.home.path(), env);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.err, "adb ('adb') is not installed or not on PATH")) << r.err;
+  EXPECT_TRUE(contains(r.err, "tflite_cpu: 'adb' is not installed or not on PATH: install Android's platform tools")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 

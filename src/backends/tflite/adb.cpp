@@ -37,19 +37,9 @@ std::vector<std::string> Adb::argv(const std::vector<std::string>& args) const {
 }
 
 CommandResult Adb::execute(const std::vector<std::string>& full_argv, double timeout_s) {
-  if (options_.dry_run) {
-    spdlog::info("[dry-run] {}", command_line(full_argv));
-    return CommandResult{0, 0, false, ""};
-  }
-  if (!find_executable(options_.program))
-    throw Error(fmt::format("{}: adb ('{}') is not installed or not on PATH: install Android's platform tools (Debian: "
-                            "apt-get install adb) or set ADB to its path",
-                            options_.who, options_.program));
-  spdlog::debug("{}: {}", options_.who, command_line(full_argv));
-  CommandResult r = run_command(full_argv, timeout_s);
-  if (r.timed_out)
-    throw Error(fmt::format("{}: `{}` did not finish within {} s (TIMEOUT_S); the device may be hung or the model too slow",
-                            options_.who, command_line(full_argv), timeout_s));
+  const ToolRun how{options_.who, "install Android's platform tools (Debian: apt-get install adb) or set ADB to its path",
+                    timeout_s, options_.dry_run};
+  CommandResult r = run_tool(full_argv, how);
   check_device_reached(r, full_argv);
   return r;
 }

@@ -8,16 +8,11 @@
 #include <sstream>
 
 #include "common/subprocess.h"
+#include "common/text.h"
 
 namespace nnmeter::tflite {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t\r");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
-}
 
 // Newer builds prefix every line with "INFO: " (TFLite's logger); the text after it is the same.
 std::string strip_log_prefix(std::string line) {

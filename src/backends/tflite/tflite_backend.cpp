@@ -68,8 +68,7 @@ class TfliteBackend : public Backend {
 
   std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
                                    const std::string& file_name) override {
-    std::string stem = file_name.empty() ? onnx_path.stem().string() : fs::path(file_name).filename().string();
-    if (!file_name.empty() && stem.size() > 5 && stem.ends_with(".onnx")) stem.resize(stem.size() - 5);
+    const std::string stem = converted_stem(onnx_path, file_name);
     const std::string bytes = export_tflite(onnx_path, name());  // throws before anything is written
     const fs::path out = work_dir / (stem + ".tflite");
     io::write_file_atomic(out, bytes);
@@ -163,26 +162,22 @@ std::vector<std::string> benchmark_command(const Json& config, const std::string
 const std::vector<BackendParam>& backend_params(bool gpu) {
   using T = BackendParam::Type;
   static const auto make = [](bool for_gpu) {
-    const auto p = [](std::string name, T type, Json value, std::string help, std::optional<double> min = std::nullopt,
-                      std::optional<double> max = std::nullopt) {
-      return BackendParam{std::move(name), type, std::move(value), std::move(help), min, max};
-    };
     std::vector<BackendParam> params = {
-        p("REMOTE_MODEL_DIR", T::String, "/mnt/sdcard/tflite_bench", "Folder on the device the model is pushed to"),
-        p("BENCHMARK_MODEL_PATH", T::String, "/data/local/tmp/benchmark_model", "TFLite's benchmark_model binary on the device"),
-        p("DEVICE_SERIAL", T::String, "", "adb serial of the device (empty: adb's only device)"),
-        p("KERNEL_PATH", T::String, "",
+        backend_param("REMOTE_MODEL_DIR", T::String, "/mnt/sdcard/tflite_bench", "Folder on the device the model is pushed to"),
+        backend_param("BENCHMARK_MODEL_PATH", T::String, "/data/local/tmp/benchmark_model", "TFLite's benchmark_model binary on the device"),
+        backend_param("DEVICE_SERIAL", T::String, "", "adb serial of the device (empty: adb's only device)"),
+        backend_param("KERNEL_PATH", T::String, "",
          "Passed as --kernel_path= (the OpenCL kernel folder of nn-Meter's modified GPU binaries; empty: not passed)"),
-        p("NUM_THREADS", T::Int, 1, "benchmark_model --num_threads", 1, 64),
-        p("NUM_RUNS", T::Int, 50, "benchmark_model --num_runs (it may run more to last its --min_secs)", 1, 1e6),
-        p("WARMUP_RUNS", T::Int, 10, "benchmark_model --warmup_runs", 0, 1e6),
-        p("TASKSET", T::String, "",
+        backend_param("NUM_THREADS", T::Int, 1, "benchmark_model --num_threads", 1, 64),
+        backend_param("NUM_RUNS", T::Int, 50, "benchmark_model --num_runs (it may run more to last its --min_secs)", 1, 1e6),
+        backend_param("WARMUP_RUNS", T::Int, 10, "benchmark_model --warmup_runs", 0, 1e6),
+        backend_param("TASKSET", T::String, "",
          "CPU mask the run is pinned to with the device's taskset, e.g. 70 for cores 4-6 as nn-Meter does on big "
          "cores (empty: not pinned)"),
-        p("USE_XNNPACK", T::Bool, true, "false passes --use_xnnpack=false (TFLite's own CPU kernels, nn-Meter's close_xnnpack)"),
-        p("ADB", T::String, "adb", "The adb program on this machine (a name on PATH or a path)"),
-        p("TIMEOUT_S", T::Float, 300.0, "Seconds one adb command (push, the benchmark run, rm) may take", 1, 86400),
-        p("DRY_RUN", T::Bool, false, "Print the adb commands instead of running them (nothing is measured)")};
+        backend_param("USE_XNNPACK", T::Bool, true, "false passes --use_xnnpack=false (TFLite's own CPU kernels, nn-Meter's close_xnnpack)"),
+        backend_param("ADB", T::String, "adb", "The adb program on this machine (a name on PATH or a path)"),
+        backend_param("TIMEOUT_S", T::Float, 300.0, "Seconds one adb command (push, the benchmark run, rm) may take", 1, 86400),
+        backend_param("DRY_RUN", T::Bool, false, "Print the adb commands instead of running them (nothing is measured)")};
     if (for_gpu) params[4].help += " (CPU threads next to the GPU delegate)";
     return params;
   };
