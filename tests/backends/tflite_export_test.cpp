@@ -9,9 +9,11 @@
 
 #include "backends/armnn_runner.h"
 #include "backends/model_zoo.h"
+#include "backends/onnx_builder.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"
 #include "nnmeter/kernel.h"
+#include "support/test_support.h"
 #include "tflite_schema_generated.h"
 
 namespace nnmeter::tflite {
@@ -128,6 +130,98 @@ TEST_P(TfliteExportZoo, ArmNnRunsItLikeTheReference) {
 
 INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportZoo, ::testing::ValuesIn(zoo::model_names()),
                          [](const auto& info) { return test_name(info.param); });
+
+}  // namespace
+}  // namespace nnmeter::tflite
+
+namespace nnmeter::tflite {
+namespace {
+
+// The builtin ops of the exported file, in execution order, with each one's fused activation (if any).
+std::vector<std::string> ops_of(const std::string& bytes) {
+  const tfl::Model* model = tfl::GetModel(bytes.data());
+  std::vector<std::string> out;
+  for (const auto* op : *model->subgraphs()->Get(0)->operators()) {
+    const auto* code = model->operator_codes()->Get(op->opcode_index());
+    EXPECT_EQ(code->deprecated_builtin_code(), static_cast<int8_t>(code->builtin_code()));  // Arm NN 20.08 reads this one
+    std::string name = tfl::EnumNameBuiltinOperator(code->builtin_code());
+    tfl::ActivationFunctionType act = tfl::ActivationFunctionType_NONE;
+    if (const auto* o = op->builtin_options_as_Conv2DOptions()) act = o->fused_activation_function();
+    if (const auto* o = op->builtin_options_as_DepthwiseConv2DOptions()) act = o->fused_activation_function();
+    if (const auto* o = op->builtin_options_as_AddOptions()) act = o->fused_activation_function();
+    if (const auto* o = op->builtin_options_as_FullyConnectedOptions()) act = o->fused_activation_function();
+    if (act != tfl::ActivationFunctionType_NONE) name += std::string("+") + tfl::EnumNameActivationFunctionType(act);
+    out.push_back(name);
+  }
+  return out;
+}
+
+std::string export_kernel(const std::string& kernel, const KernelConfig& config) {
+  for (auto& k : builtin_kernels())
+    if (k.name == kernel) {
+      onnx::ModelProto model;
+      model.ParseFromString(k.create(Json::object()).kernel->build_onnx(config, 1));
+      return export_tflite(model, kernel + ".onnx", "tflite_cpu");
+    }
+  throw std::runtime_error("no kernel " + kernel);
+}
+
+using V = std::vector<std::string>;
+
+TEST(TfliteExport, WritesTheOpsTflitesConverterWould) {
+  const KernelConfig conv = {{"HW", 8}, {"CIN", 4}, {"COUT", 8}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}};
+  EXPECT_EQ(ops_of(export_kernel("conv-bn-relu", conv)), V{"CONV_2D+RELU"});  // BN folded, ReLU fused, SAME padding
+  EXPECT_EQ(ops_of(export_kernel("conv-bn-hswish", conv)), V({"CONV_2D", "HARD_SWISH"}));
+  EXPECT_EQ(ops_of(export_kernel("dwconv-bn-relu6", {{"HW", 8}, {"CIN", 4}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}})),
+            V{"DEPTHWISE_CONV_2D+RELU6"});
+  EXPECT_EQ(ops_of(export_kernel("addrelu", {{"HW", 8}, {"CIN", 4}})), V{"ADD+RELU"});
+  EXPECT_EQ(ops_of(export_kernel("fc", {{"CIN", 16}, {"COUT", 8}})), V{"FULLY_CONNECTED"});
+  EXPECT_EQ(ops_of(export_kernel("global-avgpool", {{"HW", 8}, {"CIN", 4}})), V({"MEAN", "RESHAPE"}));  // with its flatten
+}
+
+TEST(TfliteExport, SoftmaxPadAndGemmRunOnArmNn) {
+  onnxgen::Builder b("head");
+  std::string x = b.input("x", {1, 4, 6, 6});
+  x = b.node("Pad", {x, b.constant_ints({0, 0, 1, 2, 0, 0, 1, 0})}, {1, 4, 8, 8}, {onnxgen::attr("mode", std::string("constant"))});
+  x = b.avgpool(x, 2, 2, 0, false, true);
+  x = b.softmax(b.gemm(b.flatten(x), 5));
+  b.output(x);
+  const onnx::ModelProto m = b.model();
+  EXPECT_EQ(ops_of(export_tflite(m, "head.onnx", "tflite_cpu")),
+            V({"PAD", "AVERAGE_POOL_2D", "TRANSPOSE", "RESHAPE", "FULLY_CONNECTED", "SOFTMAX"}));
+  expect_export_matches(m, "head");
+}
+
+TEST(TfliteExport, WhatTfliteCannotExpressIsOneLineNamingOpAndBackend) {
+  {
+    onnxgen::Builder b("grouped");
+    b.output(b.conv(b.input("x", {1, 8, 6, 6}), 8, 3, 1, 1, /*group=*/2));
+    const std::string e = test::error_of([&] { export_tflite(b.model(), "grouped.onnx", "tflite_gpu"); });
+    EXPECT_TRUE(test::contains(e, "tflite_gpu cannot convert Conv node")) << e;
+    EXPECT_TRUE(test::contains(e, "grouped convolution (group=2 of 8 channels)")) << e;
+  }
+  {
+    // PyTorch's symmetric pads at stride 2 are not TFLite's SAME; zero padding is wrong for a max over
+    // values that can be negative.
+    onnxgen::Builder b("pool");
+    b.output(b.maxpool(b.input("x", {1, 4, 8, 8}), 3, 2, 1));
+    const std::string e = test::error_of([&] { export_tflite(b.model(), "pool.onnx", "tflite_cpu"); });
+    EXPECT_TRUE(test::contains(e, "tflite_cpu cannot convert MaxPool node")) << e;
+    EXPECT_TRUE(test::contains(e, "the input may be negative")) << e;
+    // After a ReLU the same pool is exact with a PAD in front.
+    onnxgen::Builder ok("pool_after_relu");
+    ok.output(ok.maxpool(ok.relu(ok.input("x", {1, 4, 8, 8})), 3, 2, 1));
+    EXPECT_EQ(ops_of(export_tflite(ok.model(), "ok.onnx", "tflite_cpu")), V({"RELU", "PAD", "MAX_POOL_2D"}));
+    expect_export_matches(ok.model(), "pool_after_relu");
+  }
+  {
+    onnxgen::Builder b("lstm");
+    b.output(b.node("Einsum", {b.input("x", {1, 4})}, {1, 4}, {onnxgen::attr("equation", std::string("ij->ij"))}));
+    const std::string e = test::error_of([&] { export_tflite(b.model(), "lstm.onnx", "tflite_cpu"); });
+    EXPECT_TRUE(test::contains(e, "tflite_cpu cannot convert Einsum node")) << e;
+    EXPECT_TRUE(test::contains(e, "op 'Einsum' has no TFLite export")) << e;
+  }
+}
 
 }  // namespace
 }  // namespace nnmeter::tflite

@@ -19,8 +19,10 @@ std::string device_problem(const std::string& output) {
     const bool adb_says = line.starts_with("error:") || line.starts_with("adb: ") || line.starts_with("* cannot") ||
                           line.find("cannot connect to daemon") != std::string::npos;
     if (!adb_says) continue;
-    for (const char* word : {"device", "emulator", "daemon", "unauthorized"})
-      if (line.find(word) != std::string::npos) return line;
+    // adb's own phrases, not words a remote path may contain.
+    for (const char* phrase : {"no devices", "device '", "device not found", "device offline", "unauthorized",
+                               "more than one device", "still authorizing", "cannot connect to daemon"})
+      if (line.find(phrase) != std::string::npos) return line;
   }
   return "";
 }
