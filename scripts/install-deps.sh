@@ -20,6 +20,8 @@ done
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
 # The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
 # write models) and torch (predicting a torch.nn.Module).
+# flatbuffers writes the TFLite export; Arm NN's TFLite parser runs the exported files in the tests (its
+# only backend on x86, CpuRef, is a separate package that nothing depends on).
 packages=(
   cmake g++ make pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
@@ -30,6 +32,8 @@ packages=(
   chromium poppler-utils
   help2man
   python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch
+  libflatbuffers-dev flatbuffers-compiler
+  libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)
 

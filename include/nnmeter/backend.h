@@ -25,6 +25,9 @@ struct BackendParam {
   // Accepted range of an Int or Float value. Unset: any finite Float, any Int a 32-bit int holds.
   std::optional<double> min, max;
 };
+// One declaration in one call, e.g. backend_param("NUM_THREADS", BackendParam::Type::Int, 1, "threads", 1, 64).
+BackendParam backend_param(std::string name, BackendParam::Type type, Json default_value, std::string help,
+                           std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
 const char* to_string(BackendParam::Type type);
 BackendParam::Type backend_param_type_from_string(const std::string& name);  // "int", "float", ...
 
@@ -47,6 +50,10 @@ class BackendWrapper {
   virtual ~BackendWrapper() = default;
   virtual std::vector<Tensor> forward(const std::vector<Tensor>& inputs) = 0;
 };
+
+// The stem of the files a backend's to_backend writes: `file_name` when given (only a ".onnx" suffix is cut:
+// "mobilenet_v2_r224_w1.4" must not become "..._w1" and overwrite that model's files), else the ONNX file's stem.
+std::string converted_stem(const fs::path& onnx_path, const std::string& file_name);
 
 class Backend {
  public:

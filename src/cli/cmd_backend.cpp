@@ -53,7 +53,7 @@ Json typed_value(const BackendParam& p, const std::string& text) {
         break;
       }
       case BackendParam::Type::Bool:
-        if (text == "true" || text == "TRUE" || text == "True" || text == "1" || text == "yes") return true;
+        if (text.empty() || text == "true" || text == "TRUE" || text == "True" || text == "1" || text == "yes") return true;
         if (text == "false" || text == "FALSE" || text == "False" || text == "0" || text == "no") return false;
         break;
       case BackendParam::Type::String:
@@ -68,10 +68,11 @@ void add_param_flags(CLI::App* cmd, const std::shared_ptr<ParamFlags>& flags) {
   cmd->add_option("--config", flags->config_file, "backend_config.yaml to start from (flags override its keys)");
   for (const auto& p : flags->params) {
     const std::string def = p.default_value.is_string() ? p.default_value.get<std::string>() : p.default_value.dump();
-    cmd->add_option_function<std::string>(
-           flag_name(p.name), [flags, name = p.name](const std::string& v) { flags->raw[name] = v; },
-           fmt::format("{} ({}, default: {})", p.help, to_string(p.type), def.empty() ? "''" : def))
-        ->type_name(to_string(p.type));
+    CLI::Option* opt = cmd->add_option_function<std::string>(
+                               flag_name(p.name), [flags, name = p.name](const std::string& v) { flags->raw[name] = v; },
+                               fmt::format("{} ({}, default: {})", p.help, to_string(p.type), def.empty() ? "''" : def))
+                           ->type_name(to_string(p.type));
+    if (p.type == BackendParam::Type::Bool) opt->expected(0, 1);  // `--dry-run` alone means true
   }
 }
 
@@ -223,6 +224,16 @@ void do_profile(Context& ctx, const std::string& name, const ParamFlags& flags, 
                                                flags.config_file.empty() ? "command-line flags" : flags.config_file);
   const MeasurementProtocol protocol = MeasurementProtocol::from_config(resolved);
   const WorkDir work(a.work_dir);
+  // A dry run prints the device commands of one measurement; they are the same for every repeat, and a
+  // worker's output goes to its log, so it runs here, once. Plugins stay out of the CLI's process.
+  if (resolved.value("DRY_RUN", false) && !info.customized) {
+    auto backend = info.create(resolved);
+    const auto files = backend->to_backend(a.onnx, work.path(), a.file_name);
+    const LatencyStats none = backend->profile(files);
+    if (none.count > 0) throw Error(name + " measured during a dry run");
+    print_line(fmt::format("dry run: {} was converted, the commands above were not run, nothing was measured", a.onnx));
+    return;
+  }
   const ProfileOutcome o = measure_with_protocol(ctx, name, resolved, a.onnx, work.path(), a.file_name);
   if (ctx.json) {
     std::cout << Json{{"backend", name}, {"model", a.onnx}, {"result", outcome_json(o, protocol)}}.dump(2) << std::endl;

@@ -2,6 +2,9 @@
 // are generated as ONNX models).
 #include "workspace/default_configs.h"
 
+#include "backends/openvino/openvino_backend.h"
+#include "backends/tflite/tflite_backend.h"
+
 namespace nnmeter {
 
 std::string default_predictorbuild_config_yaml() {
@@ -209,32 +212,16 @@ LAYERS_1D:
 )YAML";
 }
 
+// Generated from the backends' declared parameters, so that both backends of a workspace accept it as it is.
 std::string tflite_backend_config_yaml() {
-  return R"YAML(# TFLite benchmark_model over adb.
-# REMOTE_MODEL_DIR: folder on the device the model is pushed to.
-REMOTE_MODEL_DIR: /mnt/sdcard/tflite_bench
-# BENCHMARK_MODEL_PATH: benchmark_model binary on the device.
-BENCHMARK_MODEL_PATH: /data/local/tmp/benchmark_model
-# DEVICE_SERIAL: adb serial of the device (empty: the first device).
-DEVICE_SERIAL: ''
-# KERNEL_PATH: OpenCL kernel folder for GPU runs (empty: not passed).
-KERNEL_PATH: ''
-)YAML";
+  return "# TFLite's benchmark_model on an Android device over adb, for tflite_cpu and tflite_gpu (README: Backends).\n" +
+         default_backend_config_yaml(tflite::backend_params(false));
 }
 
 std::string openvino_backend_config_yaml() {
-  return R"YAML(# OpenVINO benchmark_app.
-# OPENVINO_ENV: virtualenv with OpenVINO's python requirements (empty: the current environment).
-OPENVINO_ENV: ''
-# OPTIMIZER_PATH: the model optimizer script.
-OPTIMIZER_PATH: /data/openvino_2019.2.242/deployment_tools/model_optimizer/mo_tf.py
-# OPENVINO_RUNTIME_DIR: folder holding benchmark_app.
-OPENVINO_RUNTIME_DIR: /data/openvino_2019.2.242/bin
-# DEVICE_SERIAL: serial port of the relay that power-cycles the stick.
-DEVICE_SERIAL: /dev/ttyUSB4
-# DATA_TYPE: precision of the converted model.
-DATA_TYPE: FP16
-)YAML";
+  return "# OpenVINO's benchmark_app on this machine, for openvino_vpu (DEVICE: MYRIAD) and openvino_cpu (DEVICE: CPU)\n"
+         "# (README: Backends).\n" +
+         default_backend_config_yaml(openvino::backend_params(true));
 }
 
 }  // namespace nnmeter

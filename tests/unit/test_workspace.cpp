@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "common/io.h"
+#include "nnmeter/backend.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/workspace.h"
 #include "support/test_support.h"
@@ -37,12 +38,25 @@ TEST(Workspace, TfliteWorkspaceHasNnMeterDefaults) {
   EXPECT_EQ(ws.fusion_rule_test_dir(), root / "fusion_rule_test");
 }
 
-TEST(Workspace, OpenvinoKeysHaveNoStrayApostrophes) {
+TEST(Workspace, OpenvinoWorkspaceIsOpenvinoVpusConfig) {
   TempDir tmp;
   Registry registry(tmp / "home");
   const Workspace ws = Workspace::load(create_workspace(registry, tmp / "ws", WorkspaceFlavor::Openvino));
-  EXPECT_EQ(ws.backend_config["DATA_TYPE"], "FP16");
-  EXPECT_TRUE(ws.backend_config.contains("OPTIMIZER_PATH"));
+  EXPECT_EQ(ws.backend_config["DEVICE"], "MYRIAD");
+  EXPECT_EQ(ws.backend_config["BENCHMARK_APP"], "benchmark_app");
+  // Accepted as written by the backends it is for.
+  for (const char* backend : {"openvino_vpu", "openvino_cpu"})
+    EXPECT_NO_THROW(resolve_backend_config(find_backend(registry, backend).params, ws.backend_config, "backend_config.yaml"));
+}
+
+TEST(Workspace, TfliteWorkspaceIsAcceptedByBothTfliteBackends) {
+  TempDir tmp;
+  Registry registry(tmp / "home");
+  const Workspace ws = Workspace::load(create_workspace(registry, tmp / "ws", WorkspaceFlavor::Tflite));
+  EXPECT_EQ(ws.backend_config["DEVICE_SERIAL"], "");
+  EXPECT_EQ(ws.backend_config["KERNEL_PATH"], "");
+  for (const char* backend : {"tflite_cpu", "tflite_gpu"})
+    EXPECT_NO_THROW(resolve_backend_config(find_backend(registry, backend).params, ws.backend_config, "backend_config.yaml"));
 }
 
 TEST(Workspace, PartialKernelSettingsAreCompletedFromDefaults) {

@@ -14,11 +14,6 @@ namespace {
 constexpr const char* kPlanFormat = "nnmeter-onednn-plan";
 constexpr int kPlanVersion = 1;
 
-BackendParam param(std::string name, BackendParam::Type type, Json value, std::string help,
-                   std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt) {
-  return BackendParam{std::move(name), type, std::move(value), std::move(help), min, max};
-}
-
 // The edge reorders a profiling plan leaves out, as {"edge", "tensor", "impl"} entries.
 Json excluded_summary(const Json& profiling_plan) {
   Json out = Json::array();
@@ -63,10 +58,7 @@ class OneDnnBackend : public Backend {
 
   std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
                                    const std::string& file_name) override {
-    // Only a ".onnx" suffix is cut from a given name: "mobilenet_v2_r224_w1.4" must not become "..._w1" and
-    // overwrite the files of "mobilenet_v2_r224_w1".
-    std::string stem = file_name.empty() ? onnx_path.stem().string() : fs::path(file_name).filename().string();
-    if (!file_name.empty() && stem.size() > 5 && stem.ends_with(".onnx")) stem.resize(stem.size() - 5);
+    const std::string stem = converted_stem(onnx_path, file_name);
     Graph graph = load_graph(onnx_path);
     const std::string folded = folded_model(graph).SerializeAsString();
     Engine engine(std::move(graph), engine_options(config_));  // compiling proves every node is supported
@@ -132,25 +124,25 @@ class OneDnnBackend : public Backend {
 const std::vector<BackendParam>& backend_params() {
   using T = BackendParam::Type;
   static const std::vector<BackendParam> params = {
-      param("NUM_THREADS", T::Int, 1, "Threads oneDNN runs on; nn-Meter profiles on 1", 1, 1024),
-      param("ISA", T::String, "",
+      backend_param("NUM_THREADS", T::Int, 1, "Threads oneDNN runs on; nn-Meter profiles on 1", 1, 1024),
+      backend_param("ISA", T::String, "",
             "Highest instruction set oneDNN may use (AVX2, AVX512_CORE, ...; empty: all the CPU has), so one "
             "machine can act as several devices"),
-      param("WARMUP_RUNS", T::Int, 10, "Untimed runs before measuring", 0, 1e6),
-      param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)", 1, 1e6),
-      param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run", 1,
+      backend_param("WARMUP_RUNS", T::Int, 10, "Untimed runs before measuring", 0, 1e6),
+      backend_param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)", 1, 1e6),
+      backend_param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run", 1,
             1e4),
-      param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms", 0,
+      backend_param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms", 0,
             3.6e6),
-      param("COLD_CACHE", T::Bool, true,
+      backend_param("COLD_CACHE", T::Bool, true,
             "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
             "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
-      param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
-      param("MAX_BUSY", T::Float, 0.10,
+      backend_param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
+      backend_param("MAX_BUSY", T::Float, 0.10,
             "A round during which other processes used more than this share of the machine's CPUs (all of them: "
             "load on any core moves the latency) is measured again",
             0, 1),
-      param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile", 0, 1e4)};
+      backend_param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile", 0, 1e4)};
   return params;
 }
 
