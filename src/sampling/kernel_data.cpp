@@ -50,7 +50,8 @@ Json collect_kernel_data(const std::vector<fs::path>& config_files, const std::v
     for (const auto& [kernel, entries] : data.items()) {
       if (!merged.contains(kernel)) continue;
       for (const auto& [id, item] : entries.items()) {
-        if (!merged[kernel].contains(id) || !item.is_object()) continue;
+        // A latency joins a config entry only when both are objects (a hand-edited file may hold anything).
+        if (!merged[kernel].contains(id) || !merged[kernel][id].is_object() || !item.is_object()) continue;
         for (const auto& [field, value] : item.items()) merged[kernel][id][field] = value;
       }
     }
