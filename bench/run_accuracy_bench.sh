@@ -28,10 +28,14 @@ REPEATS: 5
 REPEAT_STATISTIC: min
 DRIFT_PROBE_EVERY: 500
 YAML
+# PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
+# `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
 cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
+PRIOR_ROWS: 0
+ALIGNED_CHANNELS: 0
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 150, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}

@@ -5,13 +5,20 @@
 # families (PRIOR_ROWS_EXCLUDE) — swapped into a copy of the baseline predictor, and the baseline's evaluate
 # measurements rescored with it (nothing is measured twice). With KERNELS_EVAL=1 the r224 models of five
 # families are also evaluated with --kernels (every kernel measured alone), once, and scored by both.
-# Usage: bench/run_prior_rows_bench.sh ACCURACY_OUT [build-dir]    (env: PRIOR_ROWS, default 0.3; KERNELS_EVAL)
+# ALIGNED_CHANNELS and SEED build other variants the same way, to compare sampling settings and to see the
+# spread between builds that differ only in their seed.
+# Usage: bench/run_prior_rows_bench.sh ACCURACY_OUT [build-dir]
+#   env: PRIOR_ROWS (default 0.3), ALIGNED_CHANNELS (default 0), SEED (default 1), KERNELS_EVAL
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh}")"
 build="${2:-build}"
 share="${PRIOR_ROWS:-0.3}"
+aligned="${ALIGNED_CHANNELS:-0}"
+seed="${SEED:-1}"
 out="$base/prior_rows_$share"
+[ "$aligned" = 0 ] || out="${out}_aligned_$aligned"
+[ "$seed" = 1 ] || out="${out}_seed_$seed"
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 mkdir -p "$out"
 cp "$build/nn-meter" "$out/nn-meter"
@@ -26,13 +33,14 @@ cp "$base/ws/configs/backend_config.yaml" "$ws/configs/backend_config.yaml"
   echo "IMPLEMENT: onnx"
   echo "BATCH_SIZE: 1"
   echo "PRIOR_ROWS: $share"
+  echo "ALIGNED_CHANNELS: $aligned"
   # The prior library's names of the 14 evaluated families: their layers must not be training samples.
   echo "PRIOR_ROWS_EXCLUDE: [alexnet, densenet121, efficientnetb0, googlenet, mnasnet, mobilenetv1, mobilenetv2,"
   echo "                     mobilenetv3, resnet18, resnet34, resnet50, shufflenetv2x1-0, squeezenet, vgg11]"
   echo "KERNELS:"
   grep -E '^  (conv-bn-relu|dwconv-bn-relu|fc|maxpool|avgpool):' "$base/ws/configs/predictorbuild_config.yaml"
 } > "$ws/configs/predictorbuild_config.yaml"
-"$nnm" build --workspace "$ws" --backend onednn_cpu --predictor-name onednn_cpu_rows --regressor gbdt --no-ruletest \
+"$nnm" build --workspace "$ws" --backend onednn_cpu --predictor-name onednn_cpu_rows --regressor gbdt --no-ruletest --seed "$seed" \
   | tee "$out/build.log"
 
 # The baseline predictor with the rebuilt kernels' models swapped in.

@@ -82,6 +82,17 @@ void sort_fc(std::vector<KernelConfig>::iterator first, std::vector<KernelConfig
 
 int64_t make_even(int64_t c) { return c % 2 == 0 ? c : c + 1; }
 
+// Channels as NAS spaces and torchvision's mobile models round them (make_divisible with divisor 8): to the
+// nearest multiple of 8, at least 8, never more than 10 % below the drawn value.
+int64_t make_divisible(int64_t c) {
+  int64_t v = std::max<int64_t>(8, (c + 4) / 8 * 8);
+  if (10 * v < 9 * c) v += 8;
+  return std::min<int64_t>(v, kcheck::kMaxChannels / 8 * 8);
+}
+
+// The channel keys of a sampled config (0 marks an absent concat input and stays 0).
+bool is_channel_key(const std::string& key) { return key == "COUT" || key.rfind("CIN", 0) == 0; }
+
 class BuiltinSampler : public ConfigSampler {
  public:
   BuiltinSampler(Family family, std::string kernel, const Json& predictorbuild_config)
@@ -93,25 +104,31 @@ class BuiltinSampler : public ConfigSampler {
         it != predictorbuild_config.end() && it->is_array())
       for (const auto& name : *it)
         if (name.is_string()) row_exclude_.insert(name.get<std::string>());
+    if (const auto it = predictorbuild_config.find("ALIGNED_CHANNELS");
+        it != predictorbuild_config.end() && it->is_number())
+      aligned_share_ = std::clamp(it->get<double>(), 0.0, 1.0);
   }
 
   std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
     if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
     Rng rng(seed);
+    // ALIGNED_CHANNELS draws from its own stream, so it changes nothing but the channels of the positions it
+    // picks: the other samples stay the ones of the seed.
+    Rng align_rng(seed ^ 0x9e3779b97f4a7c15ULL);
     switch (family_) {
-      case Family::Conv: return conv_prior(n, rng);
-      case Family::DwConv: return dwconv_prior(n, rng);
-      case Family::Pooling: return pooling_prior(n, rng);
-      case Family::Fc: return fc_prior(n, rng);
-      case Family::Concat: return concat_prior(n, rng);
-      case Family::HwCin: return hwcin_prior(n, rng);
+      case Family::Conv: return conv_prior(n, rng, align_rng);
+      case Family::DwConv: return dwconv_prior(n, rng, align_rng);
+      case Family::Pooling: return pooling_prior(n, rng, align_rng);
+      case Family::Fc: return fc_prior(n, rng, align_rng);
+      case Family::Concat: return concat_prior(n, rng, align_rng);
+      case Family::HwCin: return hwcin_prior(n, rng, align_rng);
       case Family::CinEven: {
-        auto configs = hwcin_prior(n, rng);
+        auto configs = hwcin_prior(n, rng, align_rng);
         for (auto& c : configs) c["CIN"] = make_even(c["CIN"].get<int64_t>());
         return configs;
       }
       case Family::GlobalAvgPool: {
-        auto configs = hwcin_prior(n, rng);
+        auto configs = hwcin_prior(n, rng, align_rng);
         std::vector<int64_t> hws(static_cast<size_t>(n / 2 + 1), 3);
         hws.insert(hws.end(), static_cast<size_t>(n / 2 + 1), 7);
         rng.shuffle(hws);
@@ -139,7 +156,7 @@ class BuiltinSampler : public ConfigSampler {
     return load_prior_table(file, prior_dir_, columns);
   }
 
-  std::vector<KernelConfig> conv_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> conv_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("conv.csv", {"input_h", "cin", "cout", "ks", "stride"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
     auto couts = sample_from_distribution(t.column("cout"), n, rng);
@@ -150,13 +167,14 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"COUT", couts[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    align_channels(out, align_rng);
     mix_in_rows(out, "conv.csv",
                 {{"input_h", "HW"}, {"cin", "CIN"}, {"cout", "COUT"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
     sort_by_flops(out, false);
     return out;
   }
 
-  std::vector<KernelConfig> dwconv_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> dwconv_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("dwconv.csv", {"input_h", "cin", "ks", "stride"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
     const int n1 = static_cast<int>(0.8 * n);
@@ -166,12 +184,13 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
+    align_channels(out, align_rng);
     mix_in_rows(out, "dwconv.csv", {{"input_h", "HW"}, {"cin", "CIN"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
     sort_by_flops(out, true);
     return out;
   }
 
-  std::vector<KernelConfig> pooling_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> pooling_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("pooling.csv", {"input_h", "cin", "ks", "stride"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
     auto hws = sample_from_distribution(t.column("input_h"), n, rng);
@@ -181,12 +200,13 @@ class BuiltinSampler : public ConfigSampler {
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"POOL_STRIDES", ss[i]}});
+    align_channels(out, align_rng);
     mix_in_rows(out, "pooling.csv", {{"input_h", "HW"}, {"cin", "CIN"}, {"ks", "KERNEL_SIZE"}, {"stride", "POOL_STRIDES"}},
                 rng);
     return out;
   }
 
-  std::vector<KernelConfig> fc_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> fc_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("fc.csv", {"cin", "cout"});
     const int fixed = n / 2;
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
@@ -196,13 +216,14 @@ class BuiltinSampler : public ConfigSampler {
       int64_t cout = static_cast<int>(i) < fixed ? 1000 : couts[i - static_cast<size_t>(fixed)];
       out.push_back({{"CIN", cins[i]}, {"COUT", cout}});
     }
+    align_channels(out, align_rng);
     mix_in_rows(out, "fc.csv", {{"cin", "CIN"}, {"cout", "COUT"}}, rng);
     sort_fc(out.begin(), out.begin() + fixed);
     sort_fc(out.begin() + fixed, out.end());
     return out;
   }
 
-  std::vector<KernelConfig> concat_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> concat_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("conv.csv", {"input_h", "cin"});
     auto hws = sample_from_distribution(t.column("input_h"), n, rng);
     snap_to(hws, kConcatHw);
@@ -216,17 +237,32 @@ class BuiltinSampler : public ConfigSampler {
       for (int k = 0; k < 4; ++k) c["CIN" + std::to_string(k + 1)] = k < ns[i] ? cins[static_cast<size_t>(k)][i] : 0;
       out.push_back(std::move(c));
     }
+    align_channels(out, align_rng);
     return out;
   }
 
-  std::vector<KernelConfig> hwcin_prior(int n, Rng& rng) const {
+  std::vector<KernelConfig> hwcin_prior(int n, Rng& rng, Rng& align_rng) const {
     PriorTable t = table("conv.csv", {"input_h", "cin"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
     const int n1 = static_cast<int>(0.8 * n);
     auto hws = drawn_then_frequent(t.column("input_h"), n, n1, kHw, {{112, 0.4}, {56, 0.4}, {28, 0.2}}, rng);
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}});
+    align_channels(out, align_rng);
     return out;
+  }
+
+  // ALIGNED_CHANNELS: a share of the column-wise samples get all their channel counts rounded to multiples of
+  // 8, as real networks have them. Engines block channels by their vector width, so aligned channels run
+  // faster per FLOP than the random ones column-wise draws give, and the predictors learnt from random
+  // channels over-predicted real models' aligned convs (bench/RESULTS-accuracy.md).
+  void align_channels(std::vector<KernelConfig>& out, Rng& align_rng) const {
+    if (aligned_share_ <= 0 || out.empty()) return;
+    const auto k = static_cast<int>(std::lround(aligned_share_ * static_cast<double>(out.size())));
+    if (k == 0) return;
+    for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, k, align_rng))
+      for (auto& [key, value] : out[static_cast<size_t>(at)].items())
+        if (is_channel_key(key) && value.get<int64_t>() > 0) value = make_divisible(value.get<int64_t>());
   }
 
   // PRIOR_ROWS: a share of the samples are whole rows of the prior library (layers of real CNNs) in place of
@@ -346,6 +382,7 @@ class BuiltinSampler : public ConfigSampler {
   std::optional<fs::path> prior_dir_;
   double row_share_ = 0;
   std::set<std::string> row_exclude_;
+  double aligned_share_ = 0;
 };
 
 }  // namespace

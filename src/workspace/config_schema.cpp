@@ -67,7 +67,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"BATCH_SIZE", T::Int, 1, static_cast<double>(kcheck::kMaxBatch)},
                                               {"PRIOR_CONFIG_LIB", T::Text},
                                               {"PRIOR_ROWS", T::Number, 0, 1},
-                                              {"PRIOR_ROWS_EXCLUDE", T::NameList}};
+                                              {"PRIOR_ROWS_EXCLUDE", T::NameList},
+                                              {"ALIGNED_CHANNELS", T::Number, 0, 1}};
   return keys;
 }
 

@@ -70,7 +70,8 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"PRIOR_CONFIG_LIB: {a: 1}", "PRIOR_CONFIG_LIB must be a text value"},
                        {"PRIOR_ROWS: 1.5", "PRIOR_ROWS must be a number in [0, 1], got 1.5"},
                        {"PRIOR_ROWS: .nan", "PRIOR_ROWS must be a number in [0, 1], got nan"},
-                       {"PRIOR_ROWS_EXCLUDE: resnet18", "PRIOR_ROWS_EXCLUDE must be a list of names"}},
+                       {"PRIOR_ROWS_EXCLUDE: resnet18", "PRIOR_ROWS_EXCLUDE must be a list of names"},
+                       {"ALIGNED_CHANNELS: -0.5", "ALIGNED_CHANNELS must be a number in [0, 1], got -0.5"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());

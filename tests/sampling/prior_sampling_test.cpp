@@ -7,6 +7,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/config_check.h"
 #include "nnmeter/kernel.h"
 #include "sampling/prior_lib.h"
 #include "support/test_support.h"
@@ -175,7 +176,9 @@ TEST(PriorSampling, PriorRowsReplaceAShareWithRealLayers) {
       EXPECT_TRUE(real.count(c.dump())) << c.dump();
       ++from_rows;
     }
-    if (!real.count(c.dump())) EXPECT_FALSE(excluded_or_grouped.count(c.dump())) << c.dump();
+    if (!real.count(c.dump())) {
+      EXPECT_FALSE(excluded_or_grouped.count(c.dump())) << c.dump();
+    }
   }
   // 60 positions replaced (a real row may equal a column-wise draw of another position, hence the ranges).
   EXPECT_EQ(kept + from_rows, 200u);
@@ -223,6 +226,60 @@ TEST(PriorSampling, UnreadableOrBrokenPriorCsvIsAOneLineError) {
   auto bad_value = suite_for("avgpool", {{"PRIOR_CONFIG_LIB", dir.path().string()}}).sampler;
   msg = error_of([&] { bad_value->prior_config_sampling(5, 1); });
   EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
+}
+
+// ALIGNED_CHANNELS: that share of the column-wise samples have every channel count rounded to a multiple of 8
+// (make_divisible: nearest multiple, at least 8, never 10 % below), everything else of each sample and every
+// other sample unchanged; real rows of PRIOR_ROWS are never rounded (a 3-channel stem stays 3).
+TEST(PriorSampling, AlignedChannelsRoundAShareToMultiplesOfEight) {
+  auto is_aligned = [](const KernelConfig& c) {
+    for (const auto& [key, value] : c.items())
+      if ((key == "COUT" || key.rfind("CIN", 0) == 0) && value.get<int64_t>() % 8 != 0) return false;
+    return true;
+  };
+  for (const char* kernel : {"conv-bn-relu", "dwconv-bn-relu", "maxpool", "fc", "concat", "relu", "channelshuffle"}) {
+    SCOPED_TRACE(kernel);
+    const auto plain = suite_for(kernel).sampler->prior_config_sampling(400, 5);
+    const auto aligned = suite_for(kernel, {{"ALIGNED_CHANNELS", 0.5}}).sampler->prior_config_sampling(400, 5);
+    ASSERT_EQ(aligned.size(), plain.size());
+    // Conv kernels are sorted by FLOPs, which rounding changes: compare them as multisets of their
+    // non-channel values, the others position by position.
+    auto without_channels = [](KernelConfig c) {
+      for (const char* k : {"CIN", "COUT", "CIN1", "CIN2", "CIN3", "CIN4"}) c.erase(k);
+      return c.dump();
+    };
+    std::multiset<std::string> rest_plain, rest_aligned;
+    size_t plain_aligned = 0, now_aligned = 0;
+    for (size_t i = 0; i < plain.size(); ++i) {
+      rest_plain.insert(without_channels(plain[i]));
+      rest_aligned.insert(without_channels(aligned[i]));
+      plain_aligned += is_aligned(plain[i]);
+      now_aligned += is_aligned(aligned[i]);
+    }
+    EXPECT_EQ(rest_plain, rest_aligned);
+    EXPECT_GE(now_aligned, plain_aligned + 150);  // 200 positions rounded, a few were aligned already
+    for (const auto& c : aligned)
+      for (const auto& [key, value] : c.items())
+        if (key == "COUT" || key.rfind("CIN", 0) == 0) {
+          EXPECT_LE(value.get<int64_t>(), kcheck::kMaxChannels);
+        }
+  }
+  // The rounding of one value: nearest multiple of 8, at least 8, not more than 10 % down.
+  const auto all = suite_for("relu", {{"ALIGNED_CHANNELS", 1.0}}).sampler->prior_config_sampling(300, 9);
+  const auto none = suite_for("relu").sampler->prior_config_sampling(300, 9);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t before = none[i]["CIN"].get<int64_t>(), after = all[i]["CIN"].get<int64_t>();
+    EXPECT_EQ(after % 8, 0);
+    EXPECT_GE(after, 8);
+    EXPECT_GE(10 * after, 9 * before) << before << " -> " << after;
+    EXPECT_LE(after, std::max<int64_t>(16, before + 12)) << before << " -> " << after;
+  }
+  // With PRIOR_ROWS, real rows keep their channels: the whole library asked for holds 3-channel stems.
+  const auto rows = suite_for("conv-bn-relu", {{"PRIOR_ROWS", 1.0}, {"ALIGNED_CHANNELS", 1.0}})
+                        .sampler->prior_config_sampling(2000, 1);
+  EXPECT_GE(std::count_if(rows.begin(), rows.end(), [](const KernelConfig& c) { return c["CIN"] == 3; }), 4);
+  EXPECT_EQ(suite_for("fc", {{"ALIGNED_CHANNELS", 0.3}}).sampler->prior_config_sampling(40, 3),
+            suite_for("fc", {{"ALIGNED_CHANNELS", 0.3}}).sampler->prior_config_sampling(40, 3));
 }
 
 }  // namespace
