@@ -12,10 +12,10 @@ out="$(realpath -m "${1:-accuracy-bench-output}")"
 build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/null
 mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/bench/prediction_bench" "$out/bin/"
+cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$out/bin/"
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$nnm"
+export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
 cat > "$ws/configs/backend_config.yaml" <<'YAML'

@@ -13,10 +13,10 @@ build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench prediction_oracle builder_bench
 mkdir -p "$out/bin"
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-cp "$build/nn-meter" "$build/bench/prediction_bench" "$build/bench/prediction_oracle" "$build/bench/builder_bench" "$out/bin/"
+cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$build/bench/prediction_oracle" "$build/bench/builder_bench" "$out/bin/"
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$nnm"
+export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu
 cat > "$ws/configs/backend_config.yaml" <<'YAML'

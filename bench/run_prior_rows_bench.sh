@@ -21,10 +21,10 @@ out="$base/prior_rows_$share"
 [ "$seed" = 1 ] || out="${out}_seed_$seed"
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 mkdir -p "$out"
-cp "$build/nn-meter" "$out/nn-meter"
+cp "$build/nn-meter" "$build/nn-meter-worker" "$out/"
 nnm="$out/nn-meter"
 export NN_METER_HOME="$base/home"
-export NN_METER_WORKER="$nnm"
+export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
 cp "$base/ws/configs/backend_config.yaml" "$ws/configs/backend_config.yaml"

@@ -16,9 +16,9 @@ repeats="${REPEATS:-6}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter repeatability_bench prediction_bench >/dev/null
 mkdir -p "$out/bin"
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-cp "$build/nn-meter" "$build/bench/repeatability_bench" "$build/bench/prediction_bench" "$out/bin/"
+cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/repeatability_bench" "$build/bench/prediction_bench" "$out/bin/"
 export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$out/bin/nn-meter"
+export NN_METER_WORKER="$out/bin/nn-meter-worker"
 if [ ! -d "$out/kernels" ]; then
   ws="$out/ws"
   "$out/bin/nn-meter" create --workspace "$ws" --backend onednn_cpu >/dev/null

@@ -9,9 +9,9 @@ out="$(realpath -m "${1:-ruletest-repeat-output}")"
 build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 mkdir -p "$out/bin"
-cp "$build/nn-meter" "$out/bin/"
+cp "$build/nn-meter" "$build/nn-meter-worker" "$out/bin/"
 export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$out/bin/nn-meter"
+export NN_METER_WORKER="$out/bin/nn-meter-worker"
 for run in 1 2 3; do
   ws="$out/ws$run"
   [ -d "$ws/configs" ] || "$out/bin/nn-meter" create --workspace "$ws" --backend onednn_cpu >/dev/null

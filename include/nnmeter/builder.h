@@ -28,7 +28,7 @@ struct BuilderSettings {
   std::string backend;          // builtin or registered backend name
   uint64_t seed = 1;            // sampling seed; every kernel and mark derives its own from it
   double timeout_s = 300;       // per profiled model
-  fs::path worker_executable;   // the nn-meter binary; empty: find_worker_executable()
+  fs::path worker_executable;   // nn-meter-worker; empty: find_worker_executable()
   bool progress = true;         // progress lines on a terminal
   RegressorMode regressor = RegressorMode::random_forest;
   // build_latency_predictor also runs the fusion-rule test (resumable) and writes fusion_rules.json into

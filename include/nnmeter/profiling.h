@@ -41,7 +41,7 @@ struct ProfilerOptions {
   fs::path registry_home;              // where registered plugins are looked up
   fs::path work_dir;                   // converted models go here
   double timeout_s = 300;              // per model, conversion and profiling together
-  fs::path worker_executable;          // the nn-meter binary; empty: find_worker_executable()
+  fs::path worker_executable;          // nn-meter-worker; empty: find_worker_executable()
   std::string label;                   // shown in progress lines, e.g. the kernel name
   bool progress = true;                // progress line on a terminal (never when stderr is not a tty)
   uint64_t seed = 1;                   // of the shuffled measuring order
@@ -62,8 +62,8 @@ struct ProfileBatch {
   fs::path error_log;
 };
 
-// The nn-meter binary that hosts workers: $NN_METER_WORKER, else this process if it is nn-meter, else
-// nn-meter next to this process's executable. Throws Error if none exists.
+// The nn-meter-worker program that hosts profiling and plugin checks: $NN_METER_WORKER, else the one built
+// or installed with the loaded libnnmeter. Throws Error if none exists.
 fs::path find_worker_executable();
 
 // Profiles every repeat of every job not yet in `journal` (REPEATS of options.backend_config, each
@@ -88,7 +88,7 @@ std::vector<DriftSeries> read_drift(const fs::path& probe_journal);
 // "conv 3x3: +2.1% after 42 min (range -1.0%..+3.4%)", one line per probe; "" when there is nothing.
 std::string describe_drift(const std::vector<DriftSeries>& drift);
 
-// The worker side, run by `nn-meter profile-worker`: reads requests on stdin, answers on `result_fd`.
+// The worker side, run by `nn-meter-worker profile-worker`: reads requests on stdin, answers on `result_fd`.
 int run_profile_worker(int result_fd);
 
 }  // namespace nnmeter

@@ -41,7 +41,7 @@ struct RuleTestSettings {
   std::string backend;               // builtin or registered backend name
   std::vector<std::string> testcases;  // names to run (BF_a_b, a_b, MON, registered); empty: the config's lists
   double timeout_s = 300;            // per profiled model
-  fs::path worker_executable;        // the nn-meter binary; empty: find_worker_executable()
+  fs::path worker_executable;        // nn-meter-worker; empty: find_worker_executable()
   bool progress = true;              // progress line on a terminal
 };
 

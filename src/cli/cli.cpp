@@ -8,7 +8,6 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
-#include "profiling/worker_process.h"
 
 namespace nnmeter::cli {
 
@@ -115,20 +114,6 @@ void report(const Context& ctx, const std::string& line, const Json& json) {
   }
 }
 
-void add_worker_command(CLI::App& app, const std::string& name, const std::string& help, int (*run)(int result_fd)) {
-  auto result_fd = std::make_shared<int>(3);
-  auto parent_pid = std::make_shared<int>(0);
-  CLI::App* worker = app.add_subcommand(name, help);
-  worker->group("");  // hidden from --help: users never start it themselves
-  worker->add_option("--result-fd", *result_fd, "file descriptor for answers");
-  worker->add_option("--parent-pid", *parent_pid, "the process that started the worker");
-  worker->callback([result_fd, parent_pid, run] {
-    die_with_parent(*parent_pid);
-    const int rc = run(*result_fd);
-    if (rc != 0) throw CLI::RuntimeError(rc);
-  });
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"nn-Meter: build and use latency predictors for DNN inference on any hardware backend", "nn-meter"};
   app.set_version_flag("--version", std::string("nn-meter ") + nnmeter::version());
@@ -184,8 +169,6 @@ int run(int argc, char** argv) {
         print_line("please run \"nn-meter {positional argument} --help\" to see nn-meter guidance");
       }
     }
-  } catch (const CLI::RuntimeError& e) {
-    return e.get_exit_code();  // a worker's own exit status
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every other mistake in the command line is a usage error, exit 2 as
     // argparse (nn-Meter's parser) does. Runtime errors exit 1.

@@ -35,13 +35,9 @@ void add_register_commands(CLI::App& app, Context& ctx);  // register, unregiste
 void add_workspace_commands(CLI::App& app, Context& ctx);  // create, connect
 void add_backend_commands(CLI::App& app, Context& ctx);    // backend NAME convert|run|profile, check-env, benchmark
 void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-data
-void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile, profile-worker (internal)
+void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile
 void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
 void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
 void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate
-
-// A hidden subcommand nn-meter starts in a child of itself (profile-worker, plugin-probe): `run` gets the
-// descriptor to answer on; the child dies with the process that started it.
-void add_worker_command(CLI::App& app, const std::string& name, const std::string& help, int (*run)(int result_fd));
 
 }  // namespace nnmeter::cli

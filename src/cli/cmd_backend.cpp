@@ -14,7 +14,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "common/io.h"
-#include "common/tensor_proto.h"
+#include "onnx_io/tensor_file.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
 #include "registry/plugin_probe.h"
@@ -151,7 +151,7 @@ std::vector<Tensor> read_inputs(const std::vector<std::string>& files, const std
   std::vector<Tensor> out;
   for (size_t i = 0; i < files.size(); ++i) {
     require_file(files[i], "--input");
-    Tensor t = read_tensor_pb(files[i]);
+    Tensor t = onnx_io::read_tensor_pb(files[i]);
     if (std::find(names.begin(), names.end(), t.name) == names.end()) {
       if (i >= names.size())
         throw Error(fmt::format("{} inputs given but the model reads {} ({})", files.size(), names.size(), fmt::join(names, ", ")));
@@ -168,11 +168,11 @@ void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, cons
   const WorkDir work(a.work_dir);
   const auto files = backend->to_backend(a.onnx, work.path(), a.file_name);
   auto wrapper = backend->build_wrapper(files);
-  const auto outputs = wrapper->forward(read_inputs(a.inputs, onnx_runtime_input_names(a.onnx)));
+  const auto outputs = wrapper->forward(read_inputs(a.inputs, onnx_io::onnx_runtime_input_names(a.onnx)));
   Json listing = Json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
     const fs::path file = fs::path(a.output_dir) / fmt::format("output_{}.pb", i);
-    write_tensor_pb(file, outputs[i]);
+    onnx_io::write_tensor_pb(file, outputs[i]);
     listing.push_back({{"name", outputs[i].name}, {"shape", outputs[i].shape}, {"file", file.string()}});
     if (!ctx.json)
       print_line(fmt::format("output '{}' [{}] -> {}", outputs[i].name, fmt::join(outputs[i].shape, ","), file.string()));

@@ -1,5 +1,5 @@
-// nn-meter build / profile: the kernel predictor builder; profile-worker: the isolated process that
-// converts and profiles models for them (internal, started by the builder).
+// nn-meter build / profile: the kernel predictor builder (its models are converted and profiled in
+// nn-meter-worker processes the library starts).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,7 +9,6 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "nnmeter/builder.h"
-#include "nnmeter/profiling.h"
 
 namespace nnmeter::cli {
 
@@ -100,7 +99,6 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   add_common(profile_cmd, *pargs);
   profile_cmd->add_option("--kernel", *kernel, "kernel whose sampled models to profile")->required();
   profile_cmd->callback([&ctx, pargs, kernel] { profile(ctx, *pargs, *kernel); });
-  add_worker_command(app, "profile-worker", "internal: profiles models for the builder", run_profile_worker);
 }
 
 }  // namespace nnmeter::cli

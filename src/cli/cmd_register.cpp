@@ -3,7 +3,6 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
-#include "registry/plugin_probe.h"
 
 namespace nnmeter::cli {
 
@@ -113,8 +112,6 @@ void add_register_commands(CLI::App& app, Context& ctx) {
   un->add_option("--predictor-version", un_args->predictor_version,
                  "version of the predictor to unregister (default: every version)");
   un->callback([&ctx, un_args] { unregister_one(ctx, *un_args); });
-  add_worker_command(app, "plugin-probe", "internal: checks a plugin for register, check-env and connect",
-                     run_plugin_probe);
 }
 
 }  // namespace nnmeter::cli

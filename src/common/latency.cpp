@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/text.h"
 #include "nnmeter/common.h"
 
 namespace nnmeter {
@@ -26,12 +27,6 @@ double parse_number(const std::string& text, const std::string& whole) {
   return value;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "common/hash.h"
 #include "fusion/operators.h"
 #include "fusion/testcases.h"
 
@@ -30,11 +31,7 @@ std::vector<OpSpec> all_specs() {
   return out;
 }
 
-uint64_t seed_of(const std::string& name) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
+uint64_t seed_of(const std::string& name) { return fnv1a(name); }
 
 // One builtin operator: its spec bound to the config's parameters.
 class BuiltinOperator final : public Operator {

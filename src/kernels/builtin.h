@@ -1,5 +1,5 @@
 // Internal description of the builtin kernels. Each kernel family file (conv_kernels.cpp, ...) returns
-// specs; builtin_kernels.cpp turns them into KernelInfo entries with the family's sampler and parser.
+// specs; sampling/builtin_suites.cpp turns them into KernelInfo entries with the family's sampler and parser.
 #pragma once
 
 #include <functional>
@@ -29,6 +29,9 @@ std::vector<BuiltinKernelSpec> conv_kernel_specs();         // conv-*, dwconv-*
 std::vector<BuiltinKernelSpec> pool_kernel_specs();         // maxpool, avgpool, global-avgpool
 std::vector<BuiltinKernelSpec> structural_kernel_specs();   // fc, concat, split, channelshuffle, se
 std::vector<BuiltinKernelSpec> elementwise_kernel_specs();  // bnrelu, bn, hswish, swish, relu, addrelu, add
+
+// Every builtin kernel, in nn-Meter's listing order.
+std::vector<BuiltinKernelSpec> builtin_kernel_specs();
 
 // The Kernel implementation shared by every builtin spec.
 std::unique_ptr<Kernel> make_kernel(const BuiltinKernelSpec& spec);

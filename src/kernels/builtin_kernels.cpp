@@ -1,27 +1,19 @@
-// The builtin kernel table: 30 kernels in nn-Meter's listing order, each with its family's sampler and
-// parser.
+// The builtin kernel table: 30 kernels in nn-Meter's listing order (sampling/builtin_suites.cpp gives each
+// its family's sampler and parser).
 #include <functional>
 
+#include "common/hash.h"
 #include "kernels/builtin.h"
 #include "kernels/config_check.h"
-#include "kernels/feature_parsers.h"
-#include "sampling/builtin_samplers.h"
 
-namespace nnmeter {
-
-namespace kernels {
+namespace nnmeter::kernels {
 
 namespace {
 
-// FNV-1a: the weight seed depends only on the kernel, config and batch, so the same config always gives
+// The weight seed depends only on the kernel, config and batch, so the same config always gives
 // byte-identical model files.
 uint64_t weight_seed(const std::string& name, const KernelConfig& config, int64_t batch) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char ch : name + "|" + config.dump() + "|" + std::to_string(batch)) {
-    h ^= ch;
-    h *= 1099511628211ULL;
-  }
-  return h;
+  return fnv1a(name + "|" + config.dump() + "|" + std::to_string(batch));
 }
 
 class BuiltinKernel : public Kernel {
@@ -45,7 +37,11 @@ class BuiltinKernel : public Kernel {
   BuiltinKernelSpec spec_;
 };
 
-std::vector<BuiltinKernelSpec> all_specs() {
+}  // namespace
+
+std::unique_ptr<Kernel> make_kernel(const BuiltinKernelSpec& spec) { return std::make_unique<BuiltinKernel>(spec); }
+
+std::vector<BuiltinKernelSpec> builtin_kernel_specs() {
   std::vector<BuiltinKernelSpec> all = conv_kernel_specs();
   auto pools = pool_kernel_specs();           // maxpool, avgpool, global-avgpool
   auto structural = structural_kernel_specs();  // fc, concat, split, channelshuffle, se
@@ -59,30 +55,4 @@ std::vector<BuiltinKernelSpec> all_specs() {
   return all;
 }
 
-}  // namespace
-
-std::unique_ptr<Kernel> make_kernel(const BuiltinKernelSpec& spec) { return std::make_unique<BuiltinKernel>(spec); }
-
-}  // namespace kernels
-
-std::vector<KernelInfo> builtin_kernels() {
-  std::vector<KernelInfo> out;
-  for (auto& spec : kernels::all_specs()) {
-    KernelInfo info;
-    info.name = spec.name;
-    info.customized = false;
-    info.implement = "onnx";
-    info.create = [spec](const Json& predictorbuild_config) {
-      KernelSuite suite;
-      suite.name = spec.name;
-      suite.kernel = kernels::make_kernel(spec);
-      suite.sampler = sampling::make_sampler(spec.family, spec.name, predictorbuild_config);
-      suite.parser = kernels::make_parser(spec.name, spec.family);
-      return suite;
-    };
-    out.push_back(std::move(info));
-  }
-  return out;
-}
-
-}  // namespace nnmeter
+}  // namespace nnmeter::kernels

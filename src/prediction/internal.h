@@ -28,8 +28,8 @@ void read_onnx_structure(const uint8_t* data, size_t size, const std::string& or
 // The same light copy of an in-memory model into `copy`.
 void structure_copy(const onnx::ModelProto& model, onnx::ModelProto& copy);
 
-// Values of a small constant tensor as doubles (float, double, int32, int64, raw or typed fields);
-// nullopt when the data was elided, is external or has another type.
+// Values of a small constant tensor as doubles (onnx_io's codec); nullopt when the data was elided, is
+// external, has another type or does not match the dims.
 std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t);
 
 // ---- onnx_checks.cpp: what a model must satisfy before any shape inference (limits in nnmeter/prediction.h)

@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "onnx_io/tensor.h"
 #include "prediction/internal.h"
 
 namespace nnmeter::prediction {
@@ -217,16 +218,6 @@ size_t data_bytes(const onnx::TensorProto& t) {
          t.double_data_size() * 8 + t.uint64_data_size() * 8 + static_cast<size_t>(t.string_data_size()) * 16;
 }
 
-template <class T>
-void append_raw(const std::string& raw, std::vector<double>& out) {
-  const size_t n = raw.size() / sizeof(T);
-  for (size_t i = 0; i < n; ++i) {
-    T v;
-    std::memcpy(&v, raw.data() + i * sizeof(T), sizeof(T));  // raw_data is little-endian, as is every host we build for
-    out.push_back(static_cast<double>(v));
-  }
-}
-
 }  // namespace
 
 void read_onnx_structure(const fs::path& file, onnx::ModelProto& model) {
@@ -271,29 +262,11 @@ void structure_copy(const onnx::ModelProto& model, onnx::ModelProto& copy) {
 }
 
 std::optional<std::vector<double>> tensor_values(const onnx::TensorProto& t) {
-  if (t.data_location() == onnx::TensorProto::EXTERNAL) return std::nullopt;
-  std::vector<double> v;
-  const std::string& raw = t.raw_data();
-  switch (t.data_type()) {
-    case onnx::TensorProto::FLOAT:
-      if (!raw.empty()) append_raw<float>(raw, v);
-      for (float x : t.float_data()) v.push_back(x);
-      break;
-    case onnx::TensorProto::DOUBLE:
-      if (!raw.empty()) append_raw<double>(raw, v);
-      for (double x : t.double_data()) v.push_back(x);
-      break;
-    case onnx::TensorProto::INT64:
-      if (!raw.empty()) append_raw<int64_t>(raw, v);
-      for (int64_t x : t.int64_data()) v.push_back(static_cast<double>(x));
-      break;
-    case onnx::TensorProto::INT32:
-      if (!raw.empty()) append_raw<int32_t>(raw, v);
-      for (int32_t x : t.int32_data()) v.push_back(x);
-      break;
-    default: return std::nullopt;
+  try {
+    return onnx_io::from_tensor_proto(t, t.name()).data;
+  } catch (const Error&) {
+    return std::nullopt;  // elided or external data, another type, or values that do not match the dims
   }
-  return v;
 }
 
 }  // namespace nnmeter::prediction

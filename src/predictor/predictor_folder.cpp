@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/io.h"
+#include "common/text.h"
 #include "nnmeter/predictor.h"
 
 namespace nnmeter {
@@ -24,11 +25,6 @@ bool notable_isa(const std::string& flag) {
   return flag.rfind("avx512", 0) == 0 || flag.rfind("amx", 0) == 0 || flag.rfind("avx_vnni", 0) == 0;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t");
-  const auto e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 void check_kernel_name(const std::string& kernel) {
   if (kernel.empty() || kernel.front() == '.' || kernel.find_first_of("/\\") != std::string::npos ||

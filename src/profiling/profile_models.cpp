@@ -18,7 +18,7 @@
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
 #include "registry/plugin_probe.h"
-#include "profiling/worker_process.h"
+#include "common/worker_process.h"
 
 namespace nnmeter {
 
@@ -112,18 +112,14 @@ fs::path find_worker_executable() {
     if (!fs::is_regular_file(env)) throw Error(std::string("NN_METER_WORKER=") + env + " is not a file");
     return env;
   }
+  // The worker built or installed with this very library: beside it in a build tree, in the library's
+  // libexec folder when installed. Any process that loads the library finds the same one.
   std::error_code ec;
-  const fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    if (self.filename() == "nn-meter") return self;
-    if (fs::is_regular_file(self.parent_path() / "nn-meter")) return self.parent_path() / "nn-meter";
-  }
-  // A process that is not nn-meter (Python, a downstream program) finds the nn-meter installed or built
-  // with this very library: beside it in a build tree, in ../bin when installed.
   if (const fs::path lib_dir = library_dir(); !lib_dir.empty())
-    for (const fs::path& candidate : {lib_dir / "nn-meter", lib_dir.parent_path() / "bin" / "nn-meter"})
-      if (fs::is_regular_file(candidate, ec)) return candidate;
-  throw Error("cannot find the nn-meter executable that runs profiling workers: set NN_METER_WORKER to its path");
+    for (const fs::path& candidate : {lib_dir / "nn-meter-worker", lib_dir / NNMETER_WORKER_FROM_LIBDIR / "nn-meter-worker"})
+      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
+  throw Error("cannot find nn-meter-worker, the program that runs profiling and plugin checks (it is built and "
+              "installed with libnnmeter): reinstall nn-meter or set NN_METER_WORKER to its path");
 }
 
 std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::vector<ProfileBatch>& batches,

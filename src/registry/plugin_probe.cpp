@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "nnmeter/profiling.h"
-#include "profiling/worker_process.h"
+#include "common/worker_process.h"
 #include "registry/plugin_adapters.h"
 
 namespace nnmeter {

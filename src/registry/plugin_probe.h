@@ -1,5 +1,5 @@
 // The plugin calls the CLI makes only to check a plugin (registration, check-env, connect) run in a
-// short-lived child, `nn-meter plugin-probe`, as profiling runs in `profile-worker`: a plugin whose
+// short-lived child, `nn-meter-worker plugin-probe`, as profiling runs in `profile-worker`: a plugin whose
 // static initializer, constructor or get_version crashes or hangs costs one line naming it and the
 // signal, never the nn-meter process.
 #pragma once

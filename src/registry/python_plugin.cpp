@@ -7,7 +7,7 @@
 
 #include "common/io.h"
 #include "common/location.h"
-#include "profiling/worker_process.h"
+#include "common/worker_process.h"
 
 namespace nnmeter {
 

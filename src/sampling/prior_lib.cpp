@@ -6,6 +6,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/text.h"
+
 namespace nnmeter::sampling {
 
 namespace {
@@ -19,12 +21,6 @@ std::vector<std::string> split_csv_line(const std::string& line) {
   return cells;
 }
 
-std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && s[i] == ' ') ++i;
-  return s.substr(i);
-}
 
 }  // namespace
 

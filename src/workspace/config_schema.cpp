@@ -1,7 +1,10 @@
 #include "workspace/config_schema.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "kernels/config_check.h"
@@ -59,6 +62,46 @@ bool valid(const ConfigKey& k, const Json& v) {
   return false;
 }
 
+// Edits (insert, delete, substitute) between two keys, case-insensitively.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      const bool same = std::toupper(static_cast<unsigned char>(a[i - 1])) == std::toupper(static_cast<unsigned char>(b[j - 1]));
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A key nn-meter does not read is left to plugins, which get the whole config; but one a letter or two away
+// from a declared key (or the same key in other case) is almost surely a typo that would silently keep the
+// default, so it is named with the key it resembles.
+void warn_likely_typos(const Json& config, const std::vector<ConfigKey>& keys, const std::vector<std::string>& also_read,
+                       const std::string& file, const std::string& prefix = "") {
+  if (!config.is_object()) return;
+  std::vector<std::string> known(also_read);
+  for (const auto& k : keys) known.emplace_back(k.name);
+  for (const auto& [key, value] : config.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    const std::string* best = nullptr;
+    size_t best_distance = 3;
+    for (const auto& k : known)
+      if (const size_t d = edit_distance(key, k); d < best_distance && (d == 0 || k.size() > 4)) {
+        best = &k;
+        best_distance = d;
+      }
+    if (best != nullptr)
+      spdlog::warn("{}: {}{} is not a key nn-meter reads (it keeps its default): did you mean {}{}?", file, prefix, key,
+                   prefix, *best);
+  }
+}
+
 }  // namespace
 
 const std::vector<ConfigKey>& predictorbuild_keys() {
@@ -109,15 +152,18 @@ void check_config_keys(const Json& config, const std::vector<ConfigKey>& keys, c
 
 void check_predictorbuild_config(const Json& config, const std::string& file) {
   check_config_keys(config, predictorbuild_keys(), file);
+  warn_likely_typos(config, predictorbuild_keys(), {"KERNELS"}, file);
   const Json& kernels = config.at("KERNELS");
   for (const auto& [kernel, settings] : kernels.items()) {
     check_name("kernel", kernel, file + " KERNELS");
     check_config_keys(settings, kernel_setting_keys(), file, "KERNELS." + kernel + ".");
+    warn_likely_typos(settings, kernel_setting_keys(), {}, file, "KERNELS." + kernel + ".");
   }
 }
 
 void check_ruletest_config(const Json& config, const std::string& file) {
   check_config_keys(config, ruletest_keys(), file);
+  warn_likely_typos(config, ruletest_keys(), {}, file);
   // Each bound alone still allows a CIN x HW x HW input of terabytes.
   const auto value = [&](const char* key) -> int64_t {
     const auto it = config.find(key);

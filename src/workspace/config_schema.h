@@ -1,6 +1,7 @@
 // Every key nn-meter itself reads from predictorbuild_config.yaml and ruletest_config.yaml, declared once
 // with its type and accepted range and checked when the workspace is loaded, so a bad value fails before
-// any sampling or profiling starts. Keys not declared here are left alone: plugins get the whole config.
+// any sampling or profiling starts. Keys not declared here are left alone: plugins get the whole config; one
+// that looks like a typo of a declared key (two edits or fewer, or another case) gets a warning naming it.
 #pragma once
 
 #include "nnmeter/common.h"

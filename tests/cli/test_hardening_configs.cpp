@@ -77,6 +77,27 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());
 }
 
+// A key nn-meter does not read stays for plugins, silently; one that looks like a typo of a declared key
+// (which would keep that key's default without a word) is named with the key it resembles.
+TEST_F(HardeningConfigs, LikelyTyposOfConfigKeysAreNamed) {
+  write_text(config("predictorbuild_config.yaml"),
+             "ALIGNED_CHANEL: 0.5\nprior_rows: 0.2\nMY_PLUGIN_SETTING: 3\nKERNELS:\n  fc:\n    INIT_SAMPLE_NUMS: 2\n");
+  const CliResult r = run_cli(sample_fc(), home);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_TRUE(contains(all, "predictorbuild_config.yaml: ALIGNED_CHANEL is not a key nn-meter reads (it keeps its default): "
+                            "did you mean ALIGNED_CHANNELS?")) << all;
+  EXPECT_TRUE(contains(all, "prior_rows is not a key nn-meter reads (it keeps its default): did you mean PRIOR_ROWS?")) << all;
+  EXPECT_TRUE(contains(all, "KERNELS.fc.INIT_SAMPLE_NUMS is not a key nn-meter reads (it keeps its default): did you mean "
+                            "KERNELS.fc.INIT_SAMPLE_NUM?")) << all;
+  EXPECT_FALSE(contains(all, "MY_PLUGIN_SETTING")) << all;
+  write_text(config("ruletest_config.yaml"), "hw: 28\nCIN: 16\n");
+  const CliResult rt = run_cli(sample_fc(), home);
+  EXPECT_EQ(rt.exit_code, 0) << rt.err;
+  EXPECT_TRUE(contains(rt.out + rt.err, "ruletest_config.yaml: hw is not a key nn-meter reads (it keeps its default): did you mean HW?"))
+      << rt.out << rt.err;
+}
+
 TEST_F(HardeningConfigs, RuleTestConfig) {
   expect_each_refused("ruletest_config.yaml",
                       {{"HW: 100000", "HW must be an integer in [1, 2048], got 100000"},

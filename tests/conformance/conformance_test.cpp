@@ -20,7 +20,7 @@
 
 #include "backends/onednn/engine.h"
 #include "common/io.h"
-#include "common/tensor_proto.h"
+#include "onnx_io/tensor_file.h"
 
 namespace nnmeter::onednn {
 namespace {
@@ -102,7 +102,7 @@ std::vector<Tensor> runtime_inputs(const onnx::ModelProto& original, const Engin
     if (inits.count(in.name())) continue;
     const auto file = data_dir / fmt::format("input_{}.pb", k++);
     for (const auto& [name, shape] : engine.input_specs())
-      if (name == in.name()) out.push_back(read_tensor_pb(file, name));
+      if (name == in.name()) out.push_back(onnx_io::read_tensor_pb(file, name));
   }
   for (auto& t : out) {  // .pb names may be empty; the graph input order is the naming authority
     (void)t;
@@ -123,7 +123,7 @@ std::string check_node_test(const std::string& name) {
     if (outputs.size() != static_cast<size_t>(original.graph().output_size()))
       return fmt::format("{} outputs, expected {}", outputs.size(), original.graph().output_size());
     for (size_t i = 0; i < outputs.size(); ++i) {
-      const auto expected = read_tensor_pb(data_dir / fmt::format("output_{}.pb", i));
+      const auto expected = onnx_io::read_tensor_pb(data_dir / fmt::format("output_{}.pb", i));
       if (outputs[i].shape != expected.shape)
         return fmt::format("output {} has shape [{}], expected [{}]", i, fmt::join(outputs[i].shape, ","),
                            fmt::join(expected.shape, ","));

@@ -6,7 +6,7 @@ build="$1" project="$2"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in bin/nn-meter share/man/man1/nn-meter.1 share/bash-completion/completions/nn-meter include/nnmeter/prediction.h include/nnmeter/plugin.h lib/cmake/nnmeter/nnmeterConfig.cmake \
+for f in bin/nn-meter libexec/nnmeter/nn-meter-worker share/man/man1/nn-meter.1 share/bash-completion/completions/nn-meter include/nnmeter/prediction.h include/nnmeter/plugin.h lib/cmake/nnmeter/nnmeterConfig.cmake \
          lib/cmake/nnmeter/nnmeterConfigVersion.cmake lib/pkgconfig/nnmeter.pc; do
   [ -e "$tmp/prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
@@ -20,6 +20,9 @@ if grep -rl 'onnx::' "$tmp/prefix/include/nnmeter"; then echo "FAIL: a public he
 grep -qF "list\\-backends" "$tmp/prefix/share/man/man1/nn-meter.1" || { echo "FAIL: the man page lacks the options"; exit 1; }
 # The installed CLI runs from its own prefix (RPATH), not from the build tree.
 "$tmp/prefix/bin/nn-meter" --version | grep -q "nn-meter" || { echo "FAIL: installed nn-meter does not run"; exit 1; }
+# The worker the installed library starts runs from its own folder too.
+env -u LD_LIBRARY_PATH "$tmp/prefix/libexec/nnmeter/nn-meter-worker" --help | grep -q "profile-worker" ||
+  { echo "FAIL: the installed nn-meter-worker does not run"; exit 1; }
 cmake -S "$project" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/build" -j 2 >/dev/null
 [ -f "$tmp/build/downstream_plugin.so" ] || { echo "FAIL: nnmeter_add_plugin built nothing"; exit 1; }

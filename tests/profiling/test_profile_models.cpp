@@ -26,7 +26,7 @@ class ProfileModels : public ::testing::Test {
     options.backend_config = {{"COUNTER", (tmp / "calls.txt").string()}, {"REPEATS", 1}};
     options.registry_home = tmp / "home";
     options.work_dir = tmp / "work";
-    options.worker_executable = NNMETER_CLI_PATH;
+    options.worker_executable = NNMETER_WORKER_PATH;
     options.label = "test";
     options.timeout_s = 3;
     for (const std::string id : {"AAAAAA", "BCRASH", "CCCCCC", "DHANGX", "EFAILX", "FFFFFF"}) {

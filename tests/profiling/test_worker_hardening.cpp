@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
+
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
-#include "profiling/worker_process.h"
+#include "common/worker_process.h"
 #include "support/plugin_fixtures.h"
 
 namespace nnmeter {
@@ -25,7 +27,7 @@ TEST(WorkerHardening, ImpossibleLatencyIsALostSampleNotAStoppedRun) {
   options.registry_home = tmp / "home";
   options.work_dir = tmp / "work";
   options.timeout_s = 30;
-  options.worker_executable = NNMETER_CLI_PATH;
+  options.worker_executable = NNMETER_WORKER_PATH;
   options.label = "test";
   options.progress = false;
   std::vector<ProfileJob> jobs;
@@ -124,6 +126,28 @@ TEST(WorkerHardening, WorkerDiesWithItsParent) {
   }
   if (!gone) ::kill(worker, SIGKILL);
   EXPECT_TRUE(gone);
+}
+
+// The library finds the worker built with it (this test binary is neither nn-meter nor next to it), a
+// NN_METER_WORKER that names no file is one actionable line, and the CLI no longer hosts workers.
+TEST(WorkerHardening, TheLibraryFindsItsOwnWorkerProgram) {
+  const char* saved = std::getenv("NN_METER_WORKER");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  ::unsetenv("NN_METER_WORKER");
+  const fs::path found = find_worker_executable();
+  EXPECT_EQ(found.filename(), "nn-meter-worker");
+  EXPECT_TRUE(fs::equivalent(found, NNMETER_WORKER_PATH)) << found;
+  ::setenv("NN_METER_WORKER", "/nonexistent/nn-meter-worker", 1);
+  const std::string msg = test::error_of([] { find_worker_executable(); });
+  EXPECT_NE(msg.find("NN_METER_WORKER=/nonexistent/nn-meter-worker is not a file"), std::string::npos) << msg;
+  if (saved != nullptr) {
+    ::setenv("NN_METER_WORKER", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("NN_METER_WORKER");
+  }
+  TempDir tmp;
+  const auto cli = test::run_cli({"profile-worker", "--result-fd", "3"}, tmp / "home");
+  EXPECT_EQ(cli.exit_code, 2) << cli.out << cli.err;
 }
 
 }  // namespace

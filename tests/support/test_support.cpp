@@ -19,14 +19,6 @@ extern char** environ;
 
 namespace nnmeter::test {
 
-namespace {
-
-// Library calls that start a worker or a plugin probe (registering a plugin, profiling) look for the
-// nn-meter binary next to their own executable, which this test binary is not.
-const bool worker_found = [] { return ::setenv("NN_METER_WORKER", NNMETER_CLI_PATH, 0) == 0; }();
-
-}  // namespace
-
 TempDir::TempDir() {
   std::random_device rd;
   const fs::path base = fs::temp_directory_path();

@@ -12,24 +12,15 @@
 #include <vector>
 
 #include "nnmeter/common.h"
+#include "onnx_io/tensor.h"
 
 namespace nnmeter::onednn {
 
-// Constants are held as doubles: every int64 shape value and every float32 is exact in a double, so one
-// evaluator serves shape arithmetic and weight folding alike.
-struct HostTensor {
-  enum class DType { F32, I64 };
-  DType dtype = DType::F32;
-  Shape dims;
-  std::vector<double> data;
-
-  int64_t numel() const;
-  std::vector<float> to_floats() const;
-  std::vector<int64_t> to_ints() const;
-};
-
-int64_t numel(const Shape& shape);
-std::string shape_str(const Shape& shape);
+using onnx_io::from_tensor_proto;
+using onnx_io::HostTensor;
+using onnx_io::numel;
+using onnx_io::shape_str;
+using onnx_io::to_tensor_proto;
 
 struct Value {
   std::string name;
@@ -88,10 +79,6 @@ Graph load_graph(onnx::ModelProto model, const std::string& origin);
 // The simplified model as ONNX: the runtime nodes with folded constants as initializers. Fusion is an
 // engine decision and is not written back (the file stays runnable by any ONNX runtime).
 onnx::ModelProto folded_model(const Graph& graph);
-
-// Conversions between ONNX TensorProto and HostTensor (float, double, integer and bool types).
-HostTensor from_tensor_proto(const onnx::TensorProto& proto, const std::string& where);
-onnx::TensorProto to_tensor_proto(const HostTensor& tensor, const std::string& name);
 
 // Op types the engine runs at inference time, and the input slots that must be load-time constants.
 const std::vector<std::string>& supported_runtime_ops();

@@ -18,7 +18,7 @@ namespace {
 
 namespace tfl = nnmeter::tflite_schema;
 using onednn::Graph;
-using onednn::HostTensor;
+using onnx_io::HostTensor;
 
 const std::set<std::string> kExportable = {
     "Conv",    "BatchNormalization", "Relu",      "Clip",      "Sigmoid", "HardSigmoid", "HardSwish",

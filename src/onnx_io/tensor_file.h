@@ -4,7 +4,7 @@
 
 #include "nnmeter/backend.h"
 
-namespace nnmeter {
+namespace nnmeter::onnx_io {
 
 // Reads a serialized TensorProto as float32 (float and double data; integer tensors are converted).
 // `fallback_name` names the tensor when the file leaves the name empty. Throws Error on a malformed file.
@@ -15,4 +15,4 @@ void write_tensor_pb(const fs::path& path, const Tensor& tensor);
 // Names of the inputs an ONNX model reads at run time (graph inputs without an initializer), in order.
 std::vector<std::string> onnx_runtime_input_names(const fs::path& onnx_path);
 
-}  // namespace nnmeter
+}  // namespace nnmeter::onnx_io

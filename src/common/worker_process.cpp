@@ -1,4 +1,4 @@
-#include "profiling/worker_process.h"
+#include "common/worker_process.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-// The parent's handle on one profiling worker: an `nn-meter profile-worker` child in its own process
+// The parent's handle on one profiling worker: an `nn-meter-worker profile-worker` child in its own process
 // group, fed JSON requests on its stdin and answering JSON lines on fd 3 (its stdout and stderr go to a
 // log file, so a chatty backend cannot corrupt the protocol).
 #pragma once

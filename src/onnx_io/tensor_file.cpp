@@ -1,20 +1,20 @@
-#include "common/tensor_proto.h"
+#include "onnx_io/tensor_file.h"
 
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
 
-#include "backends/onednn/graph.h"
 #include "common/io.h"
+#include "onnx_io/tensor.h"
 
-namespace nnmeter {
+namespace nnmeter::onnx_io {
 
 Tensor read_tensor_pb(const fs::path& path, const std::string& fallback_name) {
   const std::string bytes = io::read_file(path);
   onnx::TensorProto proto;
   if (bytes.size() > static_cast<size_t>(INT32_MAX) || !proto.ParseFromString(bytes))
     throw Error(path.string() + " is not a serialized ONNX TensorProto");
-  const auto host = onednn::from_tensor_proto(proto, path.string());
+  const auto host = onnx_io::from_tensor_proto(proto, path.string());
   Tensor t;
   t.name = proto.name().empty() ? fallback_name : proto.name();
   t.shape = host.dims;
@@ -44,4 +44,4 @@ std::vector<std::string> onnx_runtime_input_names(const fs::path& onnx_path) {
   return names;
 }
 
-}  // namespace nnmeter
+}  // namespace nnmeter::onnx_io

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""The include boundaries the README's "Architecture" section promises, checked on the source tree:
+
+1. each folder under src/ includes private headers only of folders in lower layers (LAYERS, top first, as the
+   README draws them), so calls and data flow one way and no two folders depend on each other;
+2. public headers (include/nnmeter/) include only other public headers and no private dependency.
+
+Usage: include_boundaries.py SOURCE_DIR. Prints "ok" and exits 0, or lists every violation and exits 1. It
+first checks itself on a small tree with known violations, so a broken checker cannot pass.
+"""
+import pathlib
+import re
+import sys
+import tempfile
+
+LAYERS = [
+    ["cli", "worker"],
+    ["builder", "evaluate"],
+    ["fusion", "predictor", "workspace"],
+    ["prediction", "profiling", "sampling", "backends"],
+    ["registry", "kernels", "onnx_io"],
+    ["common"],
+]
+QUOTED = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+ANGLED = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+PRIVATE_DEPENDENCIES = ("onnx/", "oneapi/", "dnnl", "xgboost/", "yaml-cpp/", "spdlog/", "fmt/", "CLI/", "google/",
+                        "flatbuffers/", "armnn")
+
+
+def sources(folder):
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".h", ".cpp", ".hpp"))
+
+
+def violations(root, layers):
+    root = pathlib.Path(root)
+    src = root / "src"
+    level = {folder: i for i, row in enumerate(layers) for folder in row}
+    out = []
+    folders = sorted(p.name for p in src.iterdir() if p.is_dir())
+    for folder in folders:
+        if folder not in level:
+            out.append(f"src/{folder}/ is in no layer: add it to LAYERS here and to the README's Architecture drawing")
+            continue
+        for path in sources(src / folder):
+            for inc in QUOTED.findall(path.read_text(errors="replace")):
+                other = inc.split("/", 1)[0]
+                if "/" not in inc or other == folder or other not in folders:
+                    continue
+                if level.get(other, -1) <= level[folder]:
+                    out.append(f"{path.relative_to(root)} includes \"{inc}\": {folder}/ may only include folders "
+                               f"below it, and {other}/ is not")
+    for path in sources(root / "include" / "nnmeter"):
+        text = path.read_text(errors="replace")
+        for inc in QUOTED.findall(text):
+            if not inc.startswith("nnmeter/"):
+                out.append(f"public header {path.relative_to(root)} includes the private header \"{inc}\"")
+        for inc in ANGLED.findall(text):
+            if inc.startswith(PRIVATE_DEPENDENCIES):
+                out.append(f"public header {path.relative_to(root)} includes the private dependency <{inc}>")
+    return out
+
+
+def self_test():
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp)
+        for rel, text in {"src/top/x.cpp": '#include "low/y.h"\n', "src/low/y.h": '#include "top/x.h"\n',
+                          "src/mid/z.cpp": '#include "mid2/w.h"\n', "src/mid2/w.h": "", "src/stray/s.cpp": "",
+                          "include/nnmeter/p.h": '#include "low/y.h"\n#include <onnx/onnx_pb.h>\n'}.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        found = violations(root, [["top"], ["mid", "mid2"], ["low"]])
+        expected = ['src/low/y.h includes "top/x.h"', 'src/mid/z.cpp includes "mid2/w.h"', "src/stray/ is in no layer",
+                    'includes the private header "low/y.h"', "includes the private dependency <onnx/onnx_pb.h>"]
+        missing = [e for e in expected if not any(e in v for v in found)]
+        if missing or len(found) != len(expected):
+            sys.exit(f"the checker itself is broken: expected {expected}, found {found}")
+
+
+def main():
+    self_test()
+    found = violations(sys.argv[1], LAYERS)
+    for v in found:
+        print(v)
+    if found:
+        sys.exit(1)
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()
