@@ -13,12 +13,12 @@
 
 #include "common/location.h"
 #include "common/progress.h"
+#include "common/worker_process.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
 #include "registry/plugin_probe.h"
-#include "common/worker_process.h"
 
 namespace nnmeter {
 

@@ -2,8 +2,8 @@
 
 #include <iostream>
 
-#include "nnmeter/profiling.h"
 #include "common/worker_process.h"
+#include "nnmeter/profiling.h"
 #include "registry/plugin_adapters.h"
 
 namespace nnmeter {

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "nnmeter/profiling.h"
 #include "common/worker_process.h"
+#include "nnmeter/profiling.h"
 #include "registry/plugin_probe.h"
 
 namespace {

@@ -7,10 +7,10 @@
 
 #include <cstdlib>
 
+#include "common/worker_process.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
-#include "common/worker_process.h"
 #include "support/plugin_fixtures.h"
 
 namespace nnmeter {
