@@ -9,7 +9,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backends/onednn/engine.h"
-#include "backends/onednn/measure.h"
+#include "backends/measure.h"
 #include "backends/onednn/onednn_backend.h"
 #include "backends/onnx_builder.h"
 
@@ -26,8 +26,8 @@ double flops(const ConvCase& c) {
   return 2.0 * static_cast<double>(c.cout * o * o * c.c * c.k * c.k);
 }
 
-onednn::MeasureSettings settings(int threads) {
-  onednn::MeasureSettings s;
+backends::MeasureSettings settings(int threads) {
+  backends::MeasureSettings s;
   s.threads = threads;
   s.runs = 50;
   s.rounds = 7;
@@ -56,7 +56,7 @@ double standalone_ms(const ConvCase& c, int threads) {
   std::fill_n(static_cast<float*>(wei.get_data_handle()), pd.weights_desc().get_size() / 4, 0.01f);
   std::fill_n(static_cast<float*>(bias.get_data_handle()), pd.bias_desc().get_size() / 4, 0.1f);
   convolution_forward conv(pd);
-  const auto m = onednn::measure(
+  const auto m = backends::measure(
       [&] {
         conv.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_BIAS, bias}, {DNNL_ARG_DST, dst}});
         strm.wait();
@@ -75,8 +75,8 @@ Json backend_ms(const ConvCase& c, int threads) {
   onednn::Engine engine(onednn::load_graph(b.model(), "conv"), onednn::EngineOptions{threads});
   engine.set_inputs(onednn::random_inputs(engine));
   engine.prepare_profiling();
-  const auto m = onednn::measure([&] { engine.execute(onednn::Pipeline::Profiling); }, settings(threads));
-  const auto inference = onednn::measure([&] { engine.execute(onednn::Pipeline::Inference); }, settings(threads));
+  const auto m = backends::measure([&] { engine.execute(onednn::Pipeline::Profiling); }, settings(threads));
+  const auto inference = backends::measure([&] { engine.execute(onednn::Pipeline::Inference); }, settings(threads));
   const Json timed = engine.plan(onednn::Pipeline::Profiling);
   return {{"median_ms", m.stats.median},
           {"inference_ms", inference.stats.median},

@@ -3,7 +3,9 @@
 // usage: node ort_time.js THREADS MODEL.onnx [MODEL.onnx ...]   (one JSON line per model)
 const ort = require('onnxruntime-node');
 
-const WARMUP = 10, RUNS = 20, ROUNDS = 5, MIN_MS = 20;
+// WARMUP, RUNS, ROUNDS from the environment override the defaults (the benches keep all engines alike).
+const env = (k, d) => (process.env[k] ? Number(process.env[k]) : d);
+const WARMUP = env('WARMUP', 10), RUNS = env('RUNS', 20), ROUNDS = env('ROUNDS', 5), MIN_MS = 20;
 
 function median(v) {
   const s = [...v].sort((a, b) => a - b);

@@ -5,7 +5,7 @@
 # reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
-# Usage: bench/run_accuracy_bench.sh [OUT] [build-dir]
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
@@ -16,8 +16,9 @@ cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
+backend="${BACKEND:-onednn_cpu}"
 ws="$out/ws"
-[ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
+[ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend "$backend" >/dev/null
 cat > "$ws/configs/backend_config.yaml" <<'YAML'
 NUM_THREADS: 1
 WARMUP_RUNS: 5
@@ -30,11 +31,11 @@ DRIFT_PROBE_EVERY: 500
 YAML
 # PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
 # `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
-cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
+cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
-PRIOR_ROWS: 0
+PRIOR_ROWS: ${PRIOR_ROWS:-0}
 ALIGNED_CHANNELS: 0
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
@@ -55,8 +56,8 @@ KERNELS:
   split:          {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   channelshuffle: {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
 YAML
-/usr/bin/time -f "%e s elapsed, %M KB peak" -o "$out/build.time" "$nnm" build --workspace "$ws" --backend onednn_cpu \
-  --predictor-name onednn_cpu_repeats --regressor gbdt | tee "$out/build.log"
+/usr/bin/time -f "%e s elapsed, %M KB peak" -o "$out/build.time" "$nnm" build --workspace "$ws" --backend "$backend" \
+  --predictor-name "${backend}_repeats" --regressor gbdt | tee "$out/build.log"
 cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate --predictor "$ws/predictor_build/predictor" \

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "backends/measure.h"
+#include "backends/xnnpack/engine.h"
 #include "common/io.h"
 #include "nnmeter/kernel_data.h"
 #include "nnmeter/prediction.h"
@@ -142,12 +144,22 @@ void kernel_data(const uint8_t* data, size_t size) {
   });
 }
 
+// A .tflite as xnnpack_cpu reads it: whatever lowers must also run (on XNNPACK) without a fault.
+void tflite_model(const uint8_t* data, size_t size) {
+  handled([&] {
+    xnnpack::Engine engine(std::string(reinterpret_cast<const char*>(data), size), "fuzz.tflite", {});
+    (void)engine.forward(backends::random_inputs(engine.input_specs()));
+    (void)engine.plan().dump();
+  });
+}
+
 }  // namespace
 
 const std::vector<Target>& targets() {
   static const std::vector<Target> all = {{"onnx_model", onnx_model},       {"nnmeter_ir", nnmeter_ir},
                                           {"xgboost_model", xgboost_model}, {"predictor_folder", predictor_folder},
-                                          {"yaml_config", yaml_config},     {"kernel_data", kernel_data}};
+                                          {"yaml_config", yaml_config},     {"kernel_data", kernel_data},
+                                          {"tflite_model", tflite_model}};
   return all;
 }
 

@@ -33,6 +33,7 @@ packages=(
   help2man
   python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch
   libflatbuffers-dev flatbuffers-compiler
+  libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)

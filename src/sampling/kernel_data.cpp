@@ -90,6 +90,9 @@ KernelDataTable get_data_by_profiled_results(const std::string& kernel_type, con
       throw Error("the feature parser of '" + kernel_type + "' returned vectors of different lengths (" +
                   std::to_string(width) + " and " + std::to_string(feature.size()) + ")");
     table.ids.push_back(id);
+    if (item.contains("model") && !item["model"].is_string())
+      throw Error(fmt::format("kernel data of '{}', entry '{}': \"model\" must be the model's path (a string), not {}", kernel_type,
+                              id, item["model"].type_name()));
     table.model_paths.push_back(item.value("model", std::string()));
     table.features.push_back(std::move(feature));
     table.labels.push_back(*label);

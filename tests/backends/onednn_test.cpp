@@ -522,8 +522,8 @@ TEST(OneDnnProfiling, PlanFileListsExcludedEdgeReorders) {
 }
 
 // Settings under which measure() calls `run` exactly 1 + warmup + rounds * runs times.
-MeasureSettings exact_settings(int warmup, int runs, int rounds) {
-  MeasureSettings s;
+backends::MeasureSettings exact_settings(int warmup, int runs, int rounds) {
+  backends::MeasureSettings s;
   s.warmup_runs = warmup;
   s.runs = runs;
   s.rounds = rounds;
@@ -534,19 +534,19 @@ MeasureSettings exact_settings(int warmup, int runs, int rounds) {
 
 TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
   int calls = 0;
-  MeasureSettings s = exact_settings(2, 4, 3);
-  const auto m = measure([&] { ++calls; }, s);
+  backends::MeasureSettings s = exact_settings(2, 4, 3);
+  const auto m = backends::measure([&] { ++calls; }, s);
   EXPECT_EQ(calls, 1 + 2 + 3 * 4);
   EXPECT_EQ(m.stats.count, 3);
   EXPECT_EQ(m.run_samples_ms.size(), 12u);
   s.runs = 0;
-  EXPECT_THROW(measure([] {}, s), Error);
+  EXPECT_THROW(backends::measure([] {}, s), Error);
 }
 
 // measure() runs the untimed preparation before every timed run and nowhere else.
 TEST(OneDnnBackend, MeasurementPreparesEveryTimedRun) {
   std::vector<char> calls;
-  const auto m = measure([&] { calls.push_back('r'); }, exact_settings(1, 3, 2), [&] { calls.push_back('p'); });
+  const auto m = backends::measure([&] { calls.push_back('r'); }, exact_settings(1, 3, 2), [&] { calls.push_back('p'); });
   EXPECT_EQ(std::string(calls.begin(), calls.end()), "rr" "prprpr" "prprpr");
   EXPECT_EQ(m.run_samples_ms.size(), 6u);
 }
@@ -556,9 +556,9 @@ TEST(OneDnnBackend, CacheEvictionKeepsData) {
   std::vector<uint8_t> data(10000);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 7);
   const auto want = data;
-  const std::vector<ByteRange> ranges = {{data.data() + 3, 5000}, {data.data() + 5003, 1}, {data.data() + 6000, 4000}};
-  evict_from_caches(ranges);
-  write_back_into_cache(ranges, 2);
+  const std::vector<backends::ByteRange> ranges = {{data.data() + 3, 5000}, {data.data() + 5003, 1}, {data.data() + 6000, 4000}};
+  backends::evict_from_caches(ranges);
+  backends::write_back_into_cache(ranges, 2);
   EXPECT_EQ(data, want);
 }
 

@@ -10,6 +10,7 @@
 #include "backends/armnn_runner.h"
 #include "backends/model_zoo.h"
 #include "backends/onnx_builder.h"
+#include "backends/kernel_cases.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"
 #include "nnmeter/kernel.h"
@@ -33,23 +34,9 @@ std::vector<float> nchw_to_nhwc(const Shape& s, const std::vector<float>& x) {
 
 // Exports `model`, runs it on Arm NN and on the reference with the same random inputs, compares outputs.
 void expect_export_matches(const onnx::ModelProto& model, const std::string& what) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<Tensor> inputs;
+  const std::vector<Tensor> inputs = test::model_inputs(model, 7);
   std::map<std::string, std::vector<float>> tflite_inputs;
-  for (const auto& in : model.graph().input()) {
-    const bool init = std::any_of(model.graph().initializer().begin(), model.graph().initializer().end(),
-                                  [&](const onnx::TensorProto& t) { return t.name() == in.name(); });
-    if (init) continue;
-    Tensor t{in.name(), {}, {}};
-    for (const auto& d : in.type().tensor_type().shape().dim()) t.shape.push_back(d.dim_value());
-    int64_t count = 1;
-    for (auto d : t.shape) count *= d;
-    t.data.resize(static_cast<size_t>(count));
-    for (auto& v : t.data) v = dist(rng);
-    tflite_inputs[t.name] = t.shape.size() == 4 ? nchw_to_nhwc(t.shape, t.data) : t.data;
-    inputs.push_back(std::move(t));
-  }
+  for (const auto& t : inputs) tflite_inputs[t.name] = t.shape.size() == 4 ? nchw_to_nhwc(t.shape, t.data) : t.data;
   const std::string bytes = export_tflite(model, what + ".onnx", "tflite_cpu");
   flatbuffers::Verifier verifier(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
   ASSERT_TRUE(tfl::VerifyModelBuffer(verifier)) << what;
@@ -82,28 +69,6 @@ void expect_export_matches(const onnx::ModelProto& model, const std::string& wha
   }
 }
 
-std::vector<std::string> kernel_names() {
-  std::vector<std::string> names;
-  for (const auto& k : builtin_kernels()) names.push_back(k.name);
-  return names;
-}
-
-std::string test_name(std::string name) {
-  std::replace(name.begin(), name.end(), '-', '_');  // gtest names allow only [A-Za-z0-9_]
-  return name;
-}
-
-// Prior configs shrunk to CpuRef-friendly sizes (16 keeps channel counts even and divisible by 2 and 4).
-KernelConfig small(KernelConfig config) {
-  for (auto& [key, value] : config.items()) {
-    if (!value.is_number_integer()) continue;
-    const int64_t v = value.get<int64_t>();
-    if (key == "HW") value = std::min<int64_t>(v, 12);
-    if ((key.starts_with("CIN") || key == "COUT") && v > 16) value = 16;
-  }
-  return config;
-}
-
 class TfliteExportKernels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TfliteExportKernels, ArmNnRunsItLikeTheReference) {
@@ -113,13 +78,13 @@ TEST_P(TfliteExportKernels, ArmNnRunsItLikeTheReference) {
   const auto suite = info.create(Json::object());
   for (const auto& config : suite.sampler->prior_config_sampling(2, 5)) {
     onnx::ModelProto model;
-    ASSERT_TRUE(model.ParseFromString(suite.kernel->build_onnx(small(config), 1)));
-    expect_export_matches(model, GetParam() + " " + small(config).dump());
+    ASSERT_TRUE(model.ParseFromString(suite.kernel->build_onnx(test::shrunk(config, 12, 16), 1)));
+    expect_export_matches(model, GetParam() + " " + test::shrunk(config, 12, 16).dump());
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportKernels, ::testing::ValuesIn(kernel_names()),
-                         [](const auto& info) { return test_name(info.param); });
+INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportKernels, ::testing::ValuesIn(test::builtin_kernel_names()),
+                         [](const auto& info) { return test::gtest_param_name(info.param); });
 
 class TfliteExportZoo : public ::testing::TestWithParam<std::string> {};
 
@@ -129,7 +94,7 @@ TEST_P(TfliteExportZoo, ArmNnRunsItLikeTheReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportZoo, ::testing::ValuesIn(zoo::model_names()),
-                         [](const auto& info) { return test_name(info.param); });
+                         [](const auto& info) { return test::gtest_param_name(info.param); });
 
 }  // namespace
 }  // namespace nnmeter::tflite

@@ -167,6 +167,18 @@ TEST(KernelData, CollectsAndExportsTheDocumentedCsvColumns) {
   Json none = collect_kernel_data({r.results_file}, {});
   EXPECT_THROW(get_data_by_profiled_results("conv-bn-relu", *suite.parser, none), Error);
   EXPECT_THROW(get_data_by_profiled_results("fc", *suite.parser, data), Error);
+
+  // A "model" that is not a path is a one-line error naming the entry (found by fuzzing: it was an
+  // uncaught json type_error).
+  Json odd = data;
+  odd["conv-bn-relu"][ids[0]]["model"] = Json::array({Json::array({1, 8, 8, 4})});
+  try {
+    get_data_by_profiled_results("conv-bn-relu", *suite.parser, odd);
+    ADD_FAILURE() << "a non-string model path was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(ids[0]), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"model\" must be the model's path"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelData, LatencyValues) {

@@ -16,7 +16,7 @@
 #include <optional>
 
 #include "backends/onednn/graph_internal.h"
-#include "backends/onednn/measure.h"
+#include "backends/measure.h"
 
 namespace nnmeter::onednn {
 
@@ -207,7 +207,7 @@ struct Engine::Impl {
   std::vector<memory> keep;            // memories referenced only through aliases
   int current = -1;                    // node being compiled
   bool inputs_staged = false;          // the input edge reorders ran since the last set_inputs()
-  std::vector<ByteRange> footprint;    // every buffer a run touches, found once after compile()
+  std::vector<backends::ByteRange> footprint;    // every buffer a run touches, found once after compile()
 
   void run_steps(Pipeline p) {
     for (auto& s : steps)
@@ -217,8 +217,8 @@ struct Engine::Impl {
 
   // The buffers a pipeline's first steps read from outside: for Profiling the staged copies the input
   // edges write (or the plain input where no edge stages it), for Inference the plain inputs.
-  std::vector<ByteRange> arrivals(Pipeline p) const {
-    std::vector<ByteRange> out;
+  std::vector<backends::ByteRange> arrivals(Pipeline p) const {
+    std::vector<backends::ByteRange> out;
     for (const auto& in : inputs) {
       bool read_directly = p == Pipeline::Inference;
       for (const auto& s : steps) {
@@ -234,7 +234,7 @@ struct Engine::Impl {
     return out;
   }
 
-  static ByteRange byte_range(const memory& m) {
+  static backends::ByteRange byte_range(const memory& m) {
     return {static_cast<const uint8_t*>(m.get_data_handle()), m.get_desc().get_size()};
   }
 
@@ -242,7 +242,7 @@ struct Engine::Impl {
     std::map<const uint8_t*, size_t> ranges;
     auto add = [&](const memory& m) {
       if (!m) return;
-      const ByteRange r = byte_range(m);
+      const backends::ByteRange r = byte_range(m);
       if (r.data != nullptr && r.size > 0) ranges[r.data] = std::max(ranges[r.data], r.size);
     };
     for (const auto& s : steps)
@@ -1184,8 +1184,8 @@ void Engine::execute(Pipeline pipeline) {
 
 void Engine::start_cold(Pipeline pipeline) {
   if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
-  evict_from_caches(impl_->footprint);
-  write_back_into_cache(impl_->arrivals(pipeline), impl_->opt.threads);
+  backends::evict_from_caches(impl_->footprint);
+  backends::write_back_into_cache(impl_->arrivals(pipeline), impl_->opt.threads);
 }
 
 void Engine::prepare_profiling() {
@@ -1229,7 +1229,7 @@ Json Engine::plan(Pipeline pipeline) const {
     steps.push_back(s.info);
     reorders += s.info.value("primitive", "") == "reorder";
   }
-  auto total = [](const std::vector<ByteRange>& ranges) {
+  auto total = [](const std::vector<backends::ByteRange>& ranges) {
     size_t bytes = 0;
     for (const auto& r : ranges) bytes += r.size;
     return bytes;

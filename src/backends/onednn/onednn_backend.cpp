@@ -2,7 +2,6 @@
 
 #include <spdlog/spdlog.h>
 
-#include <random>
 #include <thread>
 
 #include "common/io.h"
@@ -109,7 +108,8 @@ class OneDnnBackend : public Backend {
                   timed["primitives"].get<int>(), timed["reorders"].get<int>(), excluded_summary(timed).dump());
     std::function<void()> start_cold;
     if (config_.value("COLD_CACHE", true)) start_cold = [&] { engine->start_cold(Pipeline::Profiling); };
-    const auto m = measure([&] { engine->execute(Pipeline::Profiling); }, measure_settings(config_), start_cold);
+    const auto m = backends::measure([&] { engine->execute(Pipeline::Profiling); },
+                                      backends::measure_settings(config_, engine_options(config_).threads), start_cold);
     spdlog::debug("onednn_cpu: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", m.stats.count,
                   m.run_samples_ms.size(), 100 * m.run_cv, m.discarded_rounds);
     return m.stats;
@@ -123,26 +123,15 @@ class OneDnnBackend : public Backend {
 
 const std::vector<BackendParam>& backend_params() {
   using T = BackendParam::Type;
-  static const std::vector<BackendParam> params = {
-      backend_param("NUM_THREADS", T::Int, 1, "Threads oneDNN runs on; nn-Meter profiles on 1", 1, 1024),
-      backend_param("ISA", T::String, "",
-            "Highest instruction set oneDNN may use (AVX2, AVX512_CORE, ...; empty: all the CPU has), so one "
-            "machine can act as several devices"),
-      backend_param("WARMUP_RUNS", T::Int, 10, "Untimed runs before measuring", 0, 1e6),
-      backend_param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)", 1, 1e6),
-      backend_param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run", 1,
-            1e4),
-      backend_param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms", 0,
-            3.6e6),
-      backend_param("COLD_CACHE", T::Bool, true,
-            "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
-            "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
-      backend_param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
-      backend_param("MAX_BUSY", T::Float, 0.10,
-            "A round during which other processes used more than this share of the machine's CPUs (all of them: "
-            "load on any core moves the latency) is measured again",
-            0, 1),
-      backend_param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile", 0, 1e4)};
+  static const std::vector<BackendParam> params = [] {
+    std::vector<BackendParam> p = {
+        backend_param("NUM_THREADS", T::Int, 1, "Threads oneDNN runs on; nn-Meter profiles on 1", 1, 1024),
+        backend_param("ISA", T::String, "",
+                      "Highest instruction set oneDNN may use (AVX2, AVX512_CORE, ...; empty: all the CPU has), so one "
+                      "machine can act as several devices")};
+    for (auto& m : backends::measurement_params()) p.push_back(std::move(m));
+    return p;
+  }();
   return params;
 }
 
@@ -153,29 +142,8 @@ EngineOptions engine_options(const Json& config) {
   return o;
 }
 
-MeasureSettings measure_settings(const Json& config) {
-  MeasureSettings s;
-  s.threads = engine_options(config).threads;
-  s.warmup_runs = config.value("WARMUP_RUNS", s.warmup_runs);
-  s.runs = config.value("NUM_RUNS", s.runs);
-  s.rounds = config.value("NUM_ROUNDS", s.rounds);
-  s.min_time_ms = config.value("MIN_TIME_MS", s.min_time_ms);
-  s.pin = config.value("PIN_CPU", s.pin);
-  s.max_busy = config.value("MAX_BUSY", s.max_busy);
-  s.max_retries = config.value("MAX_RETRIES", s.max_retries);
-  return s;
-}
-
 std::vector<Tensor> random_inputs(const Engine& engine, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
-  std::vector<Tensor> out;
-  for (const auto& [name, shape] : engine.input_specs()) {
-    Tensor t{name, shape, std::vector<float>(static_cast<size_t>(numel(shape)))};
-    for (auto& v : t.data) v = dist(rng);
-    out.push_back(std::move(t));
-  }
-  return out;
+  return backends::random_inputs(engine.input_specs(), seed);
 }
 
 BackendFiles find_backend_files(const std::vector<fs::path>& files) {

@@ -2,7 +2,7 @@
 #pragma once
 
 #include "backends/onednn/engine.h"
-#include "backends/onednn/measure.h"
+#include "backends/measure.h"
 #include "nnmeter/backend.h"
 
 namespace nnmeter::onednn {
@@ -14,7 +14,6 @@ BackendInfo backend_info();
 
 // Settings taken from a config resolved against backend_params().
 EngineOptions engine_options(const Json& config);
-MeasureSettings measure_settings(const Json& config);
 
 // Fixed-seed inputs (uniform in [-1, 1)) for every runtime input of a compiled model.
 std::vector<Tensor> random_inputs(const Engine& engine, uint32_t seed = 0);

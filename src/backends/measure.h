@@ -10,9 +10,10 @@
 #include <functional>
 #include <vector>
 
+#include "nnmeter/backend.h"
 #include "nnmeter/latency.h"
 
-namespace nnmeter::onednn {
+namespace nnmeter::backends {
 
 struct MeasureSettings {
   int threads = 1;
@@ -24,6 +25,12 @@ struct MeasureSettings {
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
 };
+
+// The measurement parameters every in-process backend declares (WARMUP_RUNS, NUM_RUNS, NUM_ROUNDS,
+// MIN_TIME_MS, COLD_CACHE, PIN_CPU, MAX_BUSY, MAX_RETRIES), so their configs read alike.
+std::vector<BackendParam> measurement_params();
+// The settings of a config resolved against measurement_params(), for `threads` measuring threads.
+MeasureSettings measure_settings(const Json& config, int threads);
 
 struct Measurement {
   LatencyStats stats;                // one sample per round: the round's median run, ms
@@ -52,7 +59,10 @@ void evict_from_caches(const std::vector<ByteRange>& ranges);
 // the lines sit modified in those cores' caches, as a producer leaves its output.
 void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads);
 
+// Fixed-seed inputs (uniform in [-1, 1)) for the named input shapes: what the profilers time with.
+std::vector<Tensor> random_inputs(const std::vector<std::pair<std::string, Shape>>& specs, uint32_t seed = 0);
+
 // The p-th percentile (0..100) by linear interpolation; 0 for no samples.
 double percentile(std::vector<double> samples, double p);
 
-}  // namespace nnmeter::onednn
+}  // namespace nnmeter::backends

@@ -1,4 +1,4 @@
-#include "backends/onednn/measure.h"
+#include "backends/measure.h"
 
 #include <cpuid.h>
 #include <immintrin.h>
@@ -14,12 +14,13 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
+#include <random>
 #include <sstream>
 #include <thread>
 
 #include "nnmeter/common.h"
 
-namespace nnmeter::onednn {
+namespace nnmeter::backends {
 
 namespace {
 
@@ -156,6 +157,20 @@ void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads) {
   }
 }
 
+std::vector<Tensor> random_inputs(const std::vector<std::pair<std::string, Shape>>& specs, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<Tensor> out;
+  for (const auto& [name, shape] : specs) {
+    int64_t n = 1;
+    for (auto d : shape) n *= d;
+    Tensor t{name, shape, std::vector<float>(static_cast<size_t>(n))};
+    for (auto& v : t.data) v = dist(rng);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -163,6 +178,39 @@ double percentile(std::vector<double> v, double p) {
   const auto lo = static_cast<size_t>(std::floor(pos));
   const auto hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
+std::vector<BackendParam> measurement_params() {
+  using T = BackendParam::Type;
+  return {
+      backend_param("WARMUP_RUNS", T::Int, 10, "Untimed runs before measuring", 0, 1e6),
+      backend_param("NUM_RUNS", T::Int, 20, "Timed runs per round (at least)", 1, 1e6),
+      backend_param("NUM_ROUNDS", T::Int, 5, "Rounds; the latency is the median across rounds of each round's median run", 1,
+                    1e4),
+      backend_param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms", 0,
+                    3.6e6),
+      backend_param("COLD_CACHE", T::Bool, true,
+                    "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
+                    "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
+      backend_param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
+      backend_param("MAX_BUSY", T::Float, 0.10,
+                    "A round during which other processes used more than this share of the machine's CPUs (all of them: "
+                    "load on any core moves the latency) is measured again",
+                    0, 1),
+      backend_param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile", 0, 1e4)};
+}
+
+MeasureSettings measure_settings(const Json& config, int threads) {
+  MeasureSettings s;
+  s.threads = threads;
+  s.warmup_runs = config.value("WARMUP_RUNS", s.warmup_runs);
+  s.runs = config.value("NUM_RUNS", s.runs);
+  s.rounds = config.value("NUM_ROUNDS", s.rounds);
+  s.min_time_ms = config.value("MIN_TIME_MS", s.min_time_ms);
+  s.pin = config.value("PIN_CPU", s.pin);
+  s.max_busy = config.value("MAX_BUSY", s.max_busy);
+  s.max_retries = config.value("MAX_RETRIES", s.max_retries);
+  return s;
 }
 
 Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
@@ -215,4 +263,4 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
   return m;
 }
 
-}  // namespace nnmeter::onednn
+}  // namespace nnmeter::backends
