@@ -112,6 +112,9 @@ TEST(Xnnpack, FusesAsTfliteAndXnnpackDo) {
   EXPECT_EQ(operators_of(plan_of("fc", fc)), (V{"fully_connected_nc_f32"}));
   const Json cat = {{"HW", 8}, {"CIN1", 8}, {"CIN2", 16}, {"CIN3", 0}, {"CIN4", 0}, {"NS", 2}};
   EXPECT_EQ(operators_of(plan_of("concat", cat)), (V{"copy_nc_x32", "copy_nc_x32"}));
+  // ONNX's channel shuffle, with the layout transposes around it, is XNNPACK's channel shuffle operator.
+  EXPECT_EQ(operators_of(plan_of("channelshuffle", {{"HW", 8}, {"CIN", 16}})),
+            (V{"channel_shuffle_nc_x32+RESHAPE+TRANSPOSE+RESHAPE+TRANSPOSE"}));
 }
 
 // ONNX pads that are not TFLite's SAME become a PAD op in the .tflite; XNNPACK folds it into the

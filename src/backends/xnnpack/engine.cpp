@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <set>
 
 #include "backends/measure.h"
 #include "tflite_schema_generated.h"
@@ -120,6 +121,16 @@ struct Step {
   std::function<void()> run;  // steps without an XNNPACK operator
 };
 
+// Names end up in the plan (JSON), which holds UTF-8 only; the JSON library is the check.
+bool valid_utf8(const std::string& s) {
+  try {
+    (void)Json(s).dump();
+    return true;
+  } catch (const Json::type_error&) {
+    return false;
+  }
+}
+
 int64_t numel_of(const Shape& s) {
   int64_t n = 1;
   for (auto d : s) n *= d;
@@ -140,6 +151,7 @@ struct Engine::Impl {
   const tfl::Model* model = nullptr;
   const tfl::SubGraph* graph = nullptr;
   std::map<int, std::pair<int, std::array<uint32_t, 4>>> pending_pads;  // pad output -> (pad input, t/r/b/l)
+  std::set<size_t> absorbed;  // ops merged into an earlier step
 
   ~Impl() {
     steps.clear();  // operators before the pool they ran on
@@ -170,6 +182,7 @@ struct Engine::Impl {
     for (const auto* t : *graph->tensors()) {
       Slot s;
       s.name = t->name() ? t->name()->str() : fmt::format("tensor{}", slots.size());
+      if (!valid_utf8(s.name)) fail(fmt::format("tensor {} has a name that is not UTF-8", slots.size()));
       if (t->shape())
         for (int32_t d : *t->shape()) {
           if (d < 1 || d > (1 << 24)) fail(fmt::format("tensor '{}' has dimension {}", s.name, d));
@@ -263,6 +276,7 @@ struct Engine::Impl {
   // ---- lowering -----------------------------------------------------------------------------------------
   void lower() {
     for (size_t o = 0; o < graph->operators()->size(); ++o) {
+      if (absorbed.count(o)) continue;
       const auto* op = graph->operators()->Get(static_cast<flatbuffers::uoffset_t>(o));
       const auto code = model->operator_codes()->Get(op->opcode_index())->builtin_code();
       const std::string name = tfl::EnumNameBuiltinOperator(code);
@@ -301,7 +315,9 @@ struct Engine::Impl {
         case tfl::BuiltinOperator_SPLIT: split(name, arg(1), ints(arg(0), name, out[0]), out); break;
         case tfl::BuiltinOperator_SPLIT_V: split(name, arg(0), ints(arg(2), name, out[0]), out); break;
         case tfl::BuiltinOperator_RESHAPE: reshape(name, arg(0), out[0]); break;
-        case tfl::BuiltinOperator_TRANSPOSE: transpose(name, arg(0), ints(arg(1), name, out[0]), out[0]); break;
+        case tfl::BuiltinOperator_TRANSPOSE:
+          if (!channel_shuffle(o)) transpose(name, arg(0), ints(arg(1), name, out[0]), out[0]);
+          break;
         default:
           fail_op(name, out[0], "op has no XNNPACK lowering (supported: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, "
                                 "MUL, LOGISTIC, HARD_SWISH, RELU, RELU6, SOFTMAX, MAX_POOL_2D, AVERAGE_POOL_2D, MEAN, PAD, "
@@ -309,6 +325,60 @@ struct Engine::Impl {
       }
     }
     if (!pending_pads.empty()) fail("a PAD folded into a convolution has no convolution reading it");
+  }
+
+  const tfl::Operator* op_at(size_t o) const { return graph->operators()->Get(static_cast<flatbuffers::uoffset_t>(o)); }
+  tfl::BuiltinOperator code_at(size_t o) const { return model->operator_codes()->Get(op_at(o)->opcode_index())->builtin_code(); }
+  // The one op reading tensor `t` (as its first input), or -1.
+  int sole_reader(int t) const {
+    if (t < 0 || slots[static_cast<size_t>(t)].consumers != 1) return -1;
+    for (size_t o = 0; o < graph->operators()->size(); ++o)
+      if (op_at(o)->inputs()->size() >= 1 && op_at(o)->inputs()->Get(0) == t) return static_cast<int>(o);
+    return -1;
+  }
+  // Op `o` when it is `code` with one output (and, for a TRANSPOSE, the constant permutation `perm`).
+  bool is_op(int o, tfl::BuiltinOperator code, const std::vector<int32_t>& perm = {}) {
+    if (o < 0 || code_at(static_cast<size_t>(o)) != code || op_at(static_cast<size_t>(o))->outputs()->size() != 1) return false;
+    if (perm.empty()) return true;
+    const auto* in = op_at(static_cast<size_t>(o))->inputs();
+    if (in->size() != 2 || in->Get(1) < 0 || !slot(in->Get(1)).constant) return false;
+    return ints(in->Get(1), "TRANSPOSE", -1) == perm;
+  }
+  int output_of(int o) const { return op_at(static_cast<size_t>(o))->outputs()->Get(0); }
+
+  // ONNX's channel shuffle (Reshape to [N, g, C/g, H, W], Transpose(0, 2, 1, 3, 4), Reshape back) reaches
+  // the .tflite between the layout transposes NHWC -> NCHW and back: five ops that are XNNPACK's channel
+  // shuffle operator on the NHWC tensor, the operator XNNPACK has for ShuffleNet.
+  bool channel_shuffle(size_t o) {
+    const int first = static_cast<int>(o);
+    if (!is_op(first, tfl::BuiltinOperator_TRANSPOSE, {0, 3, 1, 2})) return false;
+    const int x = op_at(o)->inputs()->Get(0);
+    const int r1 = sole_reader(output_of(first));
+    if (!is_op(r1, tfl::BuiltinOperator_RESHAPE)) return false;
+    const int t2 = sole_reader(output_of(r1));
+    if (!is_op(t2, tfl::BuiltinOperator_TRANSPOSE, {0, 2, 1, 3, 4})) return false;
+    const int r3 = sole_reader(output_of(t2));
+    if (!is_op(r3, tfl::BuiltinOperator_RESHAPE)) return false;
+    const int t4 = sole_reader(output_of(r3));
+    if (!is_op(t4, tfl::BuiltinOperator_TRANSPOSE, {0, 2, 3, 1})) return false;
+    if (!(first < r1 && r1 < t2 && t2 < r3 && r3 < t4)) return false;
+    const int y = output_of(t4);
+    const Shape& xs = slot(x).shape;
+    const Shape& split = slot(output_of(r1)).shape;
+    if (xs.size() != 4 || slot(y).shape != xs || split.size() != 5) return false;
+    const int64_t n = xs[0], h = xs[1], w = xs[2], c = xs[3];
+    if (split[0] != n || split[1] * split[2] != c || split[3] != h || split[4] != w || slot(output_of(r3)).shape != Shape{n, c, h, w})
+      return false;
+    const auto groups = static_cast<size_t>(split[1]), per_group = static_cast<size_t>(split[2]);
+    if (groups < 2 || per_group < 1) return false;
+    xnn_operator_t handle = nullptr;
+    check(xnn_create_channel_shuffle_nc_x32(groups, per_group, static_cast<size_t>(c), static_cast<size_t>(c), 0, &handle), "TRANSPOSE",
+          y, "xnn_create_channel_shuffle_nc_x32");
+    add("channel_shuffle_nc_x32", "TRANSPOSE", y, handle).fused = {"RESHAPE", "TRANSPOSE", "RESHAPE", "TRANSPOSE"};
+    check(xnn_setup_channel_shuffle_nc_x32(handle, static_cast<size_t>(n * h * w), ptr(x), ptr(y), pool), "TRANSPOSE", y,
+          "xnn_setup_channel_shuffle_nc_x32");
+    absorbed.insert({static_cast<size_t>(r1), static_cast<size_t>(t2), static_cast<size_t>(r3), static_cast<size_t>(t4)});
+    return true;
   }
 
   // XNNPACK folds a zero PAD of the spatial dims into the convolution that is its only reader (its
