@@ -225,13 +225,13 @@ struct Engine::Impl {
         s.producer = static_cast<int>(o);
       }
     }
-    // A file declares its activations' shapes; a bound keeps a hostile one from claiming all memory. 2^28
-    // floats (1 GiB) is far above any single-image CNN (VGG-16 at 224x224 needs 15 M).
+    // A file declares its activations' shapes; a bound keeps a hostile one from claiming all memory. 2^27
+    // floats (512 MiB) is far above any single-image CNN at 224x224 (VGG-16 needs 15 M).
     int64_t activations = 0;
     for (const auto& s : slots)
       if (!s.constant) activations += numel_of(s.shape);
-    if (activations > (int64_t{1} << 28))
-      fail(fmt::format("its activations need {} floats, more than the 2^28 this engine allocates", activations));
+    if (activations > (int64_t{1} << 27))
+      fail(fmt::format("its activations need {} floats, more than the 2^27 this engine allocates", activations));
     for (auto& s : slots)
       if (!s.constant) s.data.assign(static_cast<size_t>(numel_of(s.shape)) + 4, 0.f);  // + XNN_EXTRA_BYTES
     for (int i : inputs)
@@ -480,8 +480,8 @@ struct Engine::Impl {
     }
     need(xs[0] == ys[0], name, out, "input and output batch differ");
     // XNNPACK keeps one input pointer per window element and output pixel (its indirection buffer).
-    need(kernel[0] * kernel[1] * ys[0] * ys[1] * ys[2] <= (int64_t{1} << 27), name, out,
-         "window elements times output pixels exceed 2^27 (the engine's bound for one operator)");
+    need(kernel[0] * kernel[1] * ys[0] * ys[1] * ys[2] <= (int64_t{1} << 25), name, out,
+         "window elements times output pixels exceed 2^25 (the engine's bound for one operator)");
   }
 
   void fully_connected(const tfl::Operator* op, const std::string& name, const std::vector<int>& in, int out) {
