@@ -131,9 +131,13 @@ bool valid_utf8(const std::string& s) {
   }
 }
 
+// Saturates: a damaged file's dimensions must not overflow (the bounds checked against it are far lower).
 int64_t numel_of(const Shape& s) {
   int64_t n = 1;
-  for (auto d : s) n *= d;
+  for (auto d : s) {
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / d) return std::numeric_limits<int64_t>::max();
+    n *= d;
+  }
   return n;
 }
 
@@ -188,6 +192,7 @@ struct Engine::Impl {
           if (d < 1 || d > (1 << 24)) fail(fmt::format("tensor '{}' has dimension {}", s.name, d));
           s.shape.push_back(d);
         }
+      if (s.shape.size() > XNN_MAX_TENSOR_DIMS) fail(fmt::format("tensor '{}' has more than {} dimensions", s.name, XNN_MAX_TENSOR_DIMS));
       if (numel_of(s.shape) > (int64_t{1} << 30)) fail(fmt::format("tensor '{}' has over 2^30 elements", s.name));
       const auto* buffer = t->buffer() && model->buffers() && t->buffer() < model->buffers()->size()
                                ? model->buffers()->Get(t->buffer())
@@ -480,7 +485,7 @@ struct Engine::Impl {
     }
     need(xs[0] == ys[0], name, out, "input and output batch differ");
     // XNNPACK keeps one input pointer per window element and output pixel (its indirection buffer).
-    need(kernel[0] * kernel[1] * ys[0] * ys[1] * ys[2] <= (int64_t{1} << 25), name, out,
+    need(numel_of({kernel[0], kernel[1], ys[0], ys[1], ys[2]}) <= (int64_t{1} << 25), name, out,
          "window elements times output pixels exceed 2^25 (the engine's bound for one operator)");
   }
 
@@ -576,6 +581,7 @@ struct Engine::Impl {
   }
 
   void clamp(const std::string& name, int x, int out, tfl::ActivationFunctionType act) {
+    need(slot(x).shape == slot(out).shape, name, out, "input and output shapes differ");
     const auto [lo, hi] = clamp_of(act);
     const auto n = static_cast<size_t>(numel_of(slot(out).shape));
     xnn_operator_t handle = nullptr;
@@ -594,7 +600,7 @@ struct Engine::Impl {
     const auto ph = static_cast<uint32_t>(o->filter_height()), pw = static_cast<uint32_t>(o->filter_width());
     const auto sh = static_cast<uint32_t>(o->stride_h()), sw = static_cast<uint32_t>(o->stride_w());
     const auto act = o->fused_activation_function();
-    if (ph * pw == 1) {
+    if (ph == 1 && pw == 1) {
       // A 1x1 window is the identity (XNNPACK refuses it, the delegate runs it as a clamp).
       need(sh == 1 && sw == 1, name, out, "a 1x1 pool with strides is not supported");
       return clamp(name, in[0], out, act);
