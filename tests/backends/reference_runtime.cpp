@@ -278,9 +278,12 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
           out.data.push_back(s);
         }
     } else if (op == "MatMul") {
+      // An N-D input times a 2-D weight: every leading index is a row (Dense on the last axis).
       const T &a = in(0), &w = in(1);
-      const int64_t M = a.shape[0], K = a.shape[1], N = w.shape[1];
-      out = T{{M, N}, {}};
+      const int64_t K = a.shape.back(), M = count(a.shape) / K, N = w.shape[1];
+      Shape shape = a.shape;
+      shape.back() = N;
+      out = T{shape, {}};
       for (int64_t i = 0; i < M; ++i)
         for (int64_t j = 0; j < N; ++j) {
           double s = 0;

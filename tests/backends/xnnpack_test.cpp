@@ -128,6 +128,34 @@ TEST(Xnnpack, ZeroPadIsFoldedIntoTheConvolution) {
   expect_runs_like_reference(model, "padded");
 }
 
+// nn-Meter's rule-test pooling is a 1x1 window with stride 2: XNNPACK has no operator for it (the delegate
+// leaves it to TFLite's kernel), so it is the engine's own strided gather.
+TEST(Xnnpack, StridedOneByOnePoolIsASubsample) {
+  onnxgen::Builder b("pool1x1");
+  b.output(b.relu(b.avgpool(b.input("x", {1, 6, 9, 9}), 1, 2)));
+  const onnx::ModelProto model = b.model();
+  const Json plan = Engine(tflite::export_tflite(model, "pool1x1", "xnnpack_cpu"), "pool1x1", {}).plan();
+  EXPECT_EQ(operators_of(plan), (V{"subsample+RELU"}));
+  expect_runs_like_reference(model, "pool1x1");
+}
+
+// A Dense layer on the last axis of a 4-D tensor (MatMul, as after the rule tester's reshape) is
+// FULLY_CONNECTED with keep_num_dims, in ONNX's element order.
+TEST(Xnnpack, MatMulOverTheLastAxisOfAFeatureMap) {
+  onnxgen::Builder b("dense4d");
+  const std::string x = b.input("x", {1, 4, 6, 5});
+  b.output(b.node("MatMul", {x, b.random_weights({5, 3}, 0.3f)}, {1, 4, 6, 3}));
+  const onnx::ModelProto model = b.model();
+  const Json plan = Engine(tflite::export_tflite(model, "dense4d", "xnnpack_cpu"), "dense4d", {}).plan();
+  EXPECT_EQ(operators_of(plan), (V{"transpose", "fully_connected_nc_f32", "transpose"}));
+  expect_runs_like_reference(model, "dense4d");
+  // The rule tester's fc after a reshape, alone: a 3-D graph input.
+  onnxgen::Builder b3("dense3d");
+  const std::string x3 = b3.input("x", {2, 6, 5});
+  b3.output(b3.node("MatMul", {x3, b3.random_weights({5, 3}, 0.3f)}, {2, 6, 3}));
+  expect_runs_like_reference(b3.model(), "dense3d");
+}
+
 TEST(XnnpackBackend, ConvertsProfilesAndCountsKernels) {
   test::TempDir dir;
   const fs::path onnx = dir / "mbv2.onnx";

@@ -92,8 +92,8 @@ class Exporter {
     std::vector<int> inputs, outputs;
     for (int id : g_.inputs) {
       const auto& v = g_.value(id);
-      if (v.shape.size() != 4 && v.shape.size() != 2)
-        fail_value(v.name, fmt::format("graph input of rank {} (4-D images or 2-D features only)", v.shape.size()));
+      if (v.shape.empty() || v.shape.size() > 6)
+        fail_value(v.name, fmt::format("graph input of rank {} (TFLite tensors have 1 to 6 dimensions)", v.shape.size()));
       Ref r{add_tensor(v.name, v.shape, v.shape.size() == 4), v.shape.size() == 4, v.shape};
       refs_[v.name] = r;
       inputs.push_back(r.tensor);
@@ -530,11 +530,14 @@ class Exporter {
 
   void fully_connected(const onnx::NodeProto& n) {
     const Ref in = ref(n.input(0));
-    if (in.shape.size() != 2) fail(n, "only 2-D inputs are exported as FULLY_CONNECTED");
+    const bool gemm = n.op_type() == "Gemm";
+    // A MatMul over the last axis of a 3-D or 4-D input is FULLY_CONNECTED with keep_num_dims, in ONNX's
+    // element order (a 4-D value goes to NCHW and its result back to NHWC).
+    const size_t rank = in.shape.size();
+    if (rank != 2 && (gemm || rank > 4)) fail(n, "only 2-D inputs (3-D and 4-D for MatMul) are exported as FULLY_CONNECTED");
     if (!is_const(n.input(1))) fail(n, "the weights must be a constant");
     const HostTensor& b = *value(n.input(1)).constant;
     if (b.dims.size() != 2) fail(n, "the weights must be 2-D");
-    const bool gemm = n.op_type() == "Gemm";
     if (gemm && attr_i(n, "transA", 0) != 0) fail(n, "transA=1 is not exported");
     const bool trans_b = gemm && attr_i(n, "transB", 0) != 0;
     const float alpha = gemm ? attr_f(n, "alpha", 1.f) : 1.f, beta = gemm ? attr_f(n, "beta", 1.f) : 1.f;
@@ -553,9 +556,20 @@ class Exporter {
     const auto act = take_activation(out);
     const std::string& name = n.name().empty() ? n.output(0) : n.name();
     const int wt = const_f32(name + "_weights", {outs, ins}, w), bt = const_f32(name + "_bias", {outs}, bias);
+    if (rank == 2) {
+      const Ref& r = define(out, act != tfl::ActivationFunctionType_NONE);
+      add_op(tfl::BuiltinOperator_FULLY_CONNECTED, {in.tensor, wt, bt}, {r.tensor}, tfl::BuiltinOptions_FullyConnectedOptions,
+             tfl::CreateFullyConnectedOptions(fbb_, act).Union());
+      return;
+    }
+    const int src = as_nchw(in, false);
+    const int target = rank == 4 ? add_tensor(out + "_nchw", value(out).shape, false) : define(out, act != tfl::ActivationFunctionType_NONE).tensor;
+    add_op(tfl::BuiltinOperator_FULLY_CONNECTED, {src, wt, bt}, {target}, tfl::BuiltinOptions_FullyConnectedOptions,
+           tfl::CreateFullyConnectedOptions(fbb_, act, tfl::FullyConnectedOptionsWeightsFormat_DEFAULT, true).Union());
+    if (rank != 4) return;
     const Ref& r = define(out, act != tfl::ActivationFunctionType_NONE);
-    add_op(tfl::BuiltinOperator_FULLY_CONNECTED, {in.tensor, wt, bt}, {r.tensor}, tfl::BuiltinOptions_FullyConnectedOptions,
-           tfl::CreateFullyConnectedOptions(fbb_, act).Union());
+    add_op(tfl::BuiltinOperator_TRANSPOSE, {target, const_i32("perm", {0, 2, 3, 1})}, {r.tensor}, tfl::BuiltinOptions_TransposeOptions,
+           tfl::CreateTransposeOptions(fbb_).Union());
   }
 
   // Reshapes follow ONNX's (NCHW) element order: from NHWC to NCHW first, and back when 4-D again.

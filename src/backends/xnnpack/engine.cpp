@@ -478,7 +478,7 @@ struct Engine::Impl {
       const int64_t padded = x + pads[i == 0 ? 0 : 3] + pads[i == 0 ? 2 : 1];
       // XNNPACK sizes its indirection buffers by window and output: windows far beyond the padded input
       // (possible under SAME padding) and huge strides only come from damaged files.
-      need(ext <= 2 * padded + 1 && stride[i] <= padded, name, out, "the window or stride is larger than the padded input");
+      need(ext <= 2 * padded + 1 && stride[i] <= (1 << 16), name, out, "the window is larger than the padded input, or the stride huge");
       const int64_t expect = same ? (x + stride[i] - 1) / stride[i] : padded < ext ? 0 : (padded - ext) / stride[i] + 1;
       need(expect == ys[i + 1] && expect >= 1, name, out,
            fmt::format("output {} is {} where the window gives {}", i == 0 ? "height" : "width", ys[i + 1], expect));
@@ -600,13 +600,15 @@ struct Engine::Impl {
     const auto ph = static_cast<uint32_t>(o->filter_height()), pw = static_cast<uint32_t>(o->filter_width());
     const auto sh = static_cast<uint32_t>(o->stride_h()), sw = static_cast<uint32_t>(o->stride_w());
     const auto act = o->fused_activation_function();
-    if (ph == 1 && pw == 1) {
-      // A 1x1 window is the identity (XNNPACK refuses it, the delegate runs it as a clamp).
-      need(sh == 1 && sw == 1, name, out, "a 1x1 pool with strides is not supported");
-      return clamp(name, in[0], out, act);
-    }
     expect_window_output(name, out, xs, slot(out).shape, {ph, pw}, {sh, sw}, {1, 1}, {0, 0, 0, 0}, o->padding() == tfl::Padding_SAME);
     need(slot(out).shape[3] == xs[3], name, out, "input and output channels differ");
+    if (ph == 1 && pw == 1) {
+      // XNNPACK refuses a 1x1 window. Without strides it is the identity (the delegate runs it as a clamp);
+      // with strides it picks every stride-th pixel, which the delegate leaves to TFLite's own kernel: a
+      // hand-written gather here, as plain as that kernel.
+      if (sh == 1 && sw == 1) return clamp(name, in[0], out, act);
+      return subsample(name, in[0], out, sh, sw, act);
+    }
     const auto [lo, hi] = clamp_of(act);
     const uint32_t flags = o->padding() == tfl::Padding_SAME ? XNN_FLAG_TENSORFLOW_SAME_PADDING : 0;
     const auto c = static_cast<size_t>(xs[3]);
@@ -626,6 +628,26 @@ struct Engine::Impl {
                                                  static_cast<size_t>(xs[2]), ptr(in[0]), ptr(out), pool),
             name, out, "xnn_setup_average_pooling2d_nhwc_f32");
     }
+  }
+
+  void subsample(const std::string& name, int x, int out, uint32_t sh, uint32_t sw, tfl::ActivationFunctionType act) {
+    // The caller checked the output against the window arithmetic: (oh - 1) * sh < h, (ow - 1) * sw < w.
+    const Shape& xs = slot(x).shape;
+    const Shape& ys = slot(out).shape;
+    const auto [lo, hi] = clamp_of(act);
+    const float* src = ptr(x);
+    float* dst = ptr(out);
+    const auto n = static_cast<size_t>(xs[0]), h = static_cast<size_t>(xs[1]), w = static_cast<size_t>(xs[2]), c = static_cast<size_t>(xs[3]);
+    const auto oh = static_cast<size_t>(ys[1]), ow = static_cast<size_t>(ys[2]);
+    add("subsample", name, out, nullptr, act).run = [=] {
+      for (size_t b = 0; b < n; ++b)
+        for (size_t y = 0; y < oh; ++y)
+          for (size_t z = 0; z < ow; ++z) {
+            const float* p = src + ((b * h + y * sh) * w + z * sw) * c;
+            float* q = dst + ((b * oh + y) * ow + z) * c;
+            for (size_t k = 0; k < c; ++k) q[k] = std::min(std::max(p[k], lo), hi);
+          }
+    };
   }
 
   void mean(const std::string& name, const std::vector<int>& in, int out) {
