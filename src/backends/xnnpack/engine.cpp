@@ -634,7 +634,8 @@ struct Engine::Impl {
     // The caller checked the output against the window arithmetic: (oh - 1) * sh < h, (ow - 1) * sw < w.
     const Shape& xs = slot(x).shape;
     const Shape& ys = slot(out).shape;
-    const auto [lo, hi] = clamp_of(act);
+    const std::pair<float, float> bounds = clamp_of(act);  // named: clang 14 cannot capture structured bindings
+    const float lo = bounds.first, hi = bounds.second;
     const float* src = ptr(x);
     float* dst = ptr(out);
     const auto n = static_cast<size_t>(xs[0]), h = static_cast<size_t>(xs[1]), w = static_cast<size_t>(xs[2]), c = static_cast<size_t>(xs[3]);
