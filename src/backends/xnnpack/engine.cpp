@@ -152,6 +152,7 @@ struct Engine::Impl {
   std::vector<int> inputs, outputs;
   std::map<const void*, size_t> xnn_blocks;  // XNNPACK's own allocations for this engine's operators
 
+  // The file being compiled: valid inside the constructor only (the bytes are the caller's).
   const tfl::Model* model = nullptr;
   const tfl::SubGraph* graph = nullptr;
   std::map<int, std::pair<int, std::array<uint32_t, 4>>> pending_pads;  // pad output -> (pad input, t/r/b/l)
