@@ -251,5 +251,27 @@ TEST(XnnpackBackend, DeclaresItsParametersForWorkspaces) {
   EXPECT_THROW(connect_backend(registry, "xnnpack_cpu", {{"NUM_THREADS", 0}}), Error);
 }
 
+// The damaged files fuzzing found (kept in fuzz/corpus/tflite_model/): each is a one-line error naming
+// what is wrong, before anything is allocated or run.
+TEST(XnnpackBackend, DamagedFilesFromFuzzingAreNamedErrors) {
+  const fs::path corpus = fs::path(NNMETER_SOURCE_DIR) / "fuzz/corpus/tflite_model";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"crash-ubsan-pad-output-of-lower-rank.tflite", "ranks differ"},
+      {"crash-uncaught-json-error-non-utf8-tensor-name.tflite", "not UTF-8"},
+      {"oom-huge-window-times-output.tflite", "more than the 2^27"},
+      {"crash-ubsan-element-count-overflow.tflite", "dimensions"}};
+  for (const auto& [file, phrase] : cases) {
+    const std::string e = test::error_of([&] { Engine(io::read_file(corpus / file), file, {}); });
+    EXPECT_NE(e.find("xnnpack_cpu cannot run"), std::string::npos) << file << ": " << e;
+    EXPECT_NE(e.find(phrase), std::string::npos) << file << ": " << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << file << ": " << e;
+  }
+  // A window op whose window x output pixels would make XNNPACK's indirection buffer huge (2048^2 x 9).
+  onnxgen::Builder b("wide");
+  b.output(b.conv(b.input("x", {1, 1, 2048, 2048}), 1, 3));
+  const std::string e = test::error_of([&] { Engine(tflite::export_tflite(b.model(), "wide", "xnnpack_cpu"), "wide", {}); });
+  EXPECT_NE(e.find("exceed 2^25"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace nnmeter::xnnpack
