@@ -817,10 +817,7 @@ Engine::Engine(const std::string& tflite, const std::string& origin, EngineOptio
   t_collect = nullptr;
 }
 
-Engine::~Engine() {
-  // Deleting the operators frees blocks recorded in xnn_blocks; nothing reads it afterwards.
-  impl_.reset();
-}
+Engine::~Engine() = default;
 
 void Engine::set_inputs(const std::vector<Tensor>& inputs) {
   for (int id : impl_->inputs) {
