@@ -29,8 +29,10 @@
 
 namespace nnmeter {
 
-// reference §8: a pair op1→op2 is fused when (T1 + T2) − T12 > alpha · min(T1, T2).
+// nn-Meter's criterion: a pair op1→op2 is fused when (T1 + T2) − T12 > alpha · min(T1, T2).
 bool basic_fusion_obeys(double t1_ms, double t2_ms, double t12_ms, double alpha);
+// The same for a chain op1→…→opN, each op measured alone: fused when ΣTi − T(block) > alpha · min Ti.
+bool basic_fusion_obeys(const std::vector<double>& ops_ms, double block_ms, double alpha);
 
 // The MON decision (multiple out nodes): a producer P whose output feeds both a fusible consumer C and
 // another branch B. `block` is the latency of P → {C, B}; the backend fuses C into P despite the second

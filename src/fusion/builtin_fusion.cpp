@@ -1,5 +1,5 @@
-// The builtin operators (nn-Meter's 18, configured from ruletest_config) and the builtin special test
-// case MON. BF_op1_op2 cases are not listed: they are made from BASIC_TESTCASES by the rule tester.
+// The builtin operators (nn-Meter's 18 and ours, configured from ruletest_config) and the builtin special
+// test case MON. BF_op1_op2 cases are not listed: they are made from BASIC_TESTCASES by the rule tester.
 #include <fmt/format.h>
 
 #include <numeric>
@@ -16,11 +16,12 @@ namespace {
 
 std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
-// In nn-Meter's listing order.
+// In nn-Meter's listing order, then ours.
 std::vector<OpSpec> all_specs() {
   static const std::vector<std::string> kOrder = {"conv",   "dwconv", "convtrans", "bn",      "globalavgpool", "maxpool",
                                                   "avgpool", "se",    "fc",        "relu",    "relu6",         "sigmoid",
-                                                  "hswish", "reshape", "add",      "concat",  "flatten",       "split"};
+                                                  "hswish", "reshape", "add",      "concat",  "flatten",       "split",
+                                                  "swish",  "channelshuffle"};
   std::vector<OpSpec> specs;
   for (auto family : {conv_operator_specs, elementwise_operator_specs, pool_operator_specs, structural_operator_specs})
     for (auto& spec : family()) specs.push_back(std::move(spec));

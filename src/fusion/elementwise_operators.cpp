@@ -1,5 +1,6 @@
-// bn ([C, H, W]), relu, relu6 (Clip 0..6), sigmoid, hswish (x · HardSigmoid(x), opset 13) and add (two
-// inputs of the same shape). All keep the input shape.
+// bn ([C, H, W]), relu, relu6 (Clip 0..6), sigmoid, hswish (x · HardSigmoid(x), opset 13), swish (x ·
+// Sigmoid(x), SiLU as PyTorch exports it; not one of nn-Meter's) and add (two inputs of the same shape).
+// All keep the input shape.
 #include "fusion/operators.h"
 
 namespace nnmeter::fusion {
@@ -34,6 +35,7 @@ std::vector<OpSpec> elementwise_operator_specs() {
       same_shape_spec("relu6", false, [](G& g, In x, const Shape&) { return onnxb::relu6(g, x[0]); }),
       same_shape_spec("sigmoid", false, [](G& g, In x, const Shape&) { return g.node1("Sigmoid", {x[0]}); }),
       same_shape_spec("hswish", false, [](G& g, In x, const Shape&) { return onnxb::hswish(g, x[0]); }),
+      same_shape_spec("swish", false, [](G& g, In x, const Shape&) { return onnxb::swish(g, x[0]); }),
       same_shape_spec("add", true, [](G& g, In x, const Shape&) { return g.node1("Add", {x[0], x[1]}); }),
   };
 }

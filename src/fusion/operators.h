@@ -1,4 +1,4 @@
-// The builtin fusion-rule operators (nn-Meter's 18): each is a shape rule and an ONNX body, emitted with
+// The builtin fusion-rule operators (nn-Meter's 18, then swish and channelshuffle): each is a shape rule and an ONNX body, emitted with
 // the same GraphBuilder idioms as the builtin kernels so every backend that runs the kernels runs them.
 // Shapes are without batch: [C, H, W] for 3-D operators, [N] (or any rank) for the rest.
 #pragma once
@@ -34,8 +34,8 @@ struct OpSpec {
 
 std::vector<OpSpec> conv_operator_specs();         // conv, dwconv, convtrans
 std::vector<OpSpec> pool_operator_specs();         // globalavgpool, maxpool, avgpool
-std::vector<OpSpec> elementwise_operator_specs();  // bn, relu, relu6, sigmoid, hswish, add
-std::vector<OpSpec> structural_operator_specs();   // se, fc, reshape, concat, flatten, split
+std::vector<OpSpec> elementwise_operator_specs();  // bn, relu, relu6, sigmoid, hswish, swish, add
+std::vector<OpSpec> structural_operator_specs();   // se, fc, reshape, concat, flatten, split, channelshuffle
 
 // A builtin operator configured from ruletest_config; Error for an unknown name.
 std::unique_ptr<Operator> create_builtin_operator(const std::string& name, const Json& ruletest_config);

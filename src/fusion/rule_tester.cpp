@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 
@@ -28,7 +29,7 @@ struct CaseEntry {
   std::unique_ptr<TestCase> testcase;
   bool customized = false;
   std::vector<std::string> deps;
-  std::optional<std::pair<std::string, std::string>> ops;  // BF: the models of op1 and op2 alone
+  std::optional<std::vector<std::string>> ops;  // BF: the models of the ops alone, in chain order
 };
 
 std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
@@ -94,17 +95,18 @@ struct RuleTester::Impl {
       entry.customized = sp->second.customized;
       entry.testcase = sp->second.create(ws.ruletest_config);
     } else if (const auto ops = fusion::split_basic_name(name)) {
-      const auto& [op1, op2] = *ops;
-      auto bf = std::make_unique<fusion::BasicFusionCase>(name, op1, make_operator(name, op1), op2,
-                                                          make_operator(name, op2),
-                                                          fusion::basic_input_shape(config, op1, op2), config.alpha);
-      entry.ops = std::pair{bf->op1_model(), bf->op2_model()};
+      fusion::BasicFusionCase::Ops chain;
+      for (const auto& op : *ops) chain.emplace_back(op, make_operator(name, op));
+      auto bf = std::make_unique<fusion::BasicFusionCase>(name, std::move(chain), fusion::basic_input_shape(config, *ops),
+                                                          config.alpha);
+      entry.ops = bf->op_models();
       entry.testcase = std::move(bf);
     } else {
       std::vector<std::string> known;
       for (const auto& [n, _] : specials) known.push_back(n);
-      throw Error(fmt::format("unknown test case '{}': name a pair as BF_<op1>_<op2> (or op1_op2) or one of: {}", name,
-                              join_names(known)));
+      throw Error(fmt::format("unknown test case '{}': name a pair as BF_<op1>_<op2> (or op1_op2), a chain of up to {} "
+                              "operators as BF_<op1>_<op2>_<op3>, or one of: {}",
+                              name, fusion::kMaxChainOps, join_names(known)));
     }
     for (const auto& d : entry.testcase->depends_on()) entry.deps.push_back(canonical(d));
     std::vector<std::string> deps = entry.deps;
@@ -121,7 +123,9 @@ struct RuleTester::Impl {
     for (const auto& pair : config.basic) {
       const std::string name = "BF_" + pair;
       if (!fusion::split_basic_name(name))
-        throw Error(fmt::format("ruletest_config.yaml: BASIC_TESTCASES entry '{}' must be a pair op1_op2", pair));
+        throw Error(fmt::format("ruletest_config.yaml: BASIC_TESTCASES entry '{}' must be a pair op1_op2 or a chain "
+                                "op1_op2_op3 of up to {} operators",
+                                pair, fusion::kMaxChainOps));
       out.push_back(name);
     }
     for (const auto& other : config.other) out.push_back(other);
@@ -203,28 +207,38 @@ Latency pooled(const std::vector<Latency>& passes) {
 }
 
 std::optional<std::string> within_noise(const std::map<std::string, Latency>& latencies,
-                                        const std::pair<std::string, std::string>& ops, double alpha) {
-  const Latency& t1 = latencies.at(ops.first);
-  const Latency& t2 = latencies.at(ops.second);
-  const Latency& t12 = latencies.at("block");
-  const double margin = (t1.avg + t2.avg - t12.avg) - alpha * std::min(t1.avg, t2.avg);
-  const double spread = 2 * std::sqrt(t1.std * t1.std + t2.std * t2.std + t12.std * t12.std);
+                                        const std::vector<std::string>& ops, double alpha) {
+  const Latency& block = latencies.at("block");
+  double sum = 0, least = std::numeric_limits<double>::infinity(), variance = block.std * block.std;
+  for (const auto& op : ops) {
+    const Latency& t = latencies.at(op);
+    sum += t.avg;
+    least = std::min(least, t.avg);
+    variance += t.std * t.std;
+  }
+  const double margin = (sum - block.avg) - alpha * least;
+  const double spread = 2 * std::sqrt(variance);
   if (std::fabs(margin) > spread) return std::nullopt;
   return fmt::format("{}: the margin {:.4f} ms is within the measurement noise (±{:.4f} ms); use smaller HW, CIN "
                      "or COUT in ruletest_config.yaml so both ops take comparable time, or more NUM_RUNS",
                      kUndecidable, margin, spread);
 }
 
-// Timing inside the noise, but the backend reports the kernels each model runs: the pair is fused when the
-// block runs fewer kernels than the two ops apart.
-std::optional<Json> settled_by_kernel_counts(const std::map<std::string, int>& kernels,
-                                             const std::pair<std::string, std::string>& ops) {
-  const auto a = kernels.find(ops.first), b = kernels.find(ops.second), block = kernels.find("block");
-  if (a == kernels.end() || b == kernels.end() || block == kernels.end()) return std::nullopt;
-  return Json{{"obey", block->second < a->second + b->second},
+// Timing inside the noise, but the backend reports the kernels each model runs: the ops are fused when the
+// block runs fewer kernels than the ops apart.
+std::optional<Json> settled_by_kernel_counts(const std::map<std::string, int>& kernels, const std::vector<std::string>& ops) {
+  const auto block = kernels.find("block");
+  if (block == kernels.end()) return std::nullopt;
+  int apart = 0;
+  for (const auto& op : ops) {
+    const auto it = kernels.find(op);
+    if (it == kernels.end()) return std::nullopt;
+    apart += it->second;
+  }
+  return Json{{"obey", block->second < apart},
               {"reason", fmt::format("timing inside the noise; the backend's plan runs {} kernel(s) for the block, {} for "
-                                     "the two ops apart",
-                                     block->second, a->second + b->second)}};
+                                     "the {} ops apart",
+                                     block->second, apart, ops.size() == 2 ? "two" : std::to_string(ops.size()))}};
 }
 
 }  // namespace
@@ -268,8 +282,11 @@ Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) con
       if (m.config.detail) {
         Json latency = Json::object();
         for (const auto& [model, l] : it->second.latencies) latency[model] = l.str();
-        if (entry.ops)
-          latency["ops"] = (it->second.latencies.at(entry.ops->first) + it->second.latencies.at(entry.ops->second)).str();
+        if (entry.ops) {
+          Latency ops = it->second.latencies.at(entry.ops->front());
+          for (size_t i = 1; i < entry.ops->size(); ++i) ops = ops + it->second.latencies.at((*entry.ops)[i]);
+          latency["ops"] = ops.str();
+        }
         rule["latency"] = latency;
       }
     }

@@ -4,7 +4,9 @@
 // axis: MatMul + Add, as PyTorch exports Linear). reshape reinterprets the data without moving it:
 // [d0, d1, ..., dk] → [d1, ..., dk, d0] ([C, H, W] → [H, W, C] as nn-Meter's), [N] → [2, N/2]. concat joins
 // two inputs on the first (channel) axis; split halves it and returns both halves (the block's op2 reads
-// the first, the second stays a model output so nothing is dead code).
+// the first, the second stays a model output so nothing is dead code). channelshuffle (not nn-Meter's) is
+// ShuffleNet's shuffle of two groups as PyTorch exports it: Reshape to [N, 2, C/2, H, W], Transpose of the
+// group axes, Reshape back.
 #include <fmt/format.h>
 
 #include "fusion/operators.h"
@@ -132,10 +134,29 @@ OpSpec split_spec() {
   return spec;
 }
 
+OpSpec channelshuffle_spec() {
+  OpSpec spec;
+  spec.name = "channelshuffle";
+  spec.shape = [](const OpParams&, const Shape& in) {
+    require_rank("channelshuffle", in, 3);
+    require_even_first("channelshuffle", in);
+    return in;
+  };
+  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
+                 int64_t batch) {
+    const std::string groups = g.int64_const("shuffle_shape", {batch, 2, in[0] / 2, in[1], in[2]});
+    std::string y = g.node1("Reshape", {x.at(0), groups});
+    y = g.node1("Transpose", {y}, {onnxb::attr_ints("perm", {0, 2, 1, 3, 4})});
+    const std::string flat = g.int64_const("unshuffle_shape", batched(batch, in));
+    return std::vector<std::string>{g.node1("Reshape", {y, flat})};
+  };
+  return spec;
+}
+
 }  // namespace
 
 std::vector<OpSpec> structural_operator_specs() {
-  return {se_spec(), fc_spec(), reshape_spec(), concat_spec(), flatten_spec(), split_spec()};
+  return {se_spec(), fc_spec(), reshape_spec(), concat_spec(), flatten_spec(), split_spec(), channelshuffle_spec()};
 }
 
 }  // namespace nnmeter::fusion

@@ -65,55 +65,67 @@ RuleTestConfig RuleTestConfig::parse(const Json& c) {
   return r;
 }
 
-std::optional<std::pair<std::string, std::string>> split_basic_name(const std::string& testcase) {
+std::optional<std::vector<std::string>> split_basic_name(const std::string& testcase) {
   if (testcase.rfind("BF_", 0) != 0) return std::nullopt;
-  const std::string pair = testcase.substr(3);
-  const size_t sep = pair.find('_');
-  if (sep == std::string::npos || sep == 0 || sep + 1 == pair.size() || pair.find('_', sep + 1) != std::string::npos)
-    return std::nullopt;
-  return std::pair{pair.substr(0, sep), pair.substr(sep + 1)};
+  std::vector<std::string> ops;
+  size_t start = 3;
+  for (;;) {
+    const size_t sep = testcase.find('_', start);
+    ops.push_back(testcase.substr(start, sep == std::string::npos ? std::string::npos : sep - start));
+    if (ops.back().empty()) return std::nullopt;
+    if (sep == std::string::npos) break;
+    start = sep + 1;
+  }
+  if (ops.size() < 2 || ops.size() > kMaxChainOps) return std::nullopt;
+  return ops;
 }
 
-Shape basic_input_shape(const RuleTestConfig& config, const std::string& op1, const std::string& op2) {
+Shape basic_input_shape(const RuleTestConfig& config, const std::vector<std::string>& ops) {
   const auto& l = config.layers_1d;
-  if (std::find(l.begin(), l.end(), op1) != l.end() || std::find(l.begin(), l.end(), op2) != l.end())
-    return {config.shape_1d};
+  for (const auto& op : ops)
+    if (std::find(l.begin(), l.end(), op) != l.end()) return {config.shape_1d};
   return {config.cin, config.hw, config.hw};
 }
 
-BasicFusionCase::BasicFusionCase(std::string name, std::string op1, std::unique_ptr<Operator> first, std::string op2,
-                                 std::unique_ptr<Operator> second, Shape input, double alpha)
-    : name_(std::move(name)),
-      alias1_(op1 == op2 ? op1 + "_1" : op1),
-      alias2_(op1 == op2 ? op2 + "_2" : op2),
-      first_(std::move(first)),
-      second_(std::move(second)),
-      input_(std::move(input)),
-      alpha_(alpha) {
+BasicFusionCase::BasicFusionCase(std::string name, Ops ops, Shape input, double alpha)
+    : name_(std::move(name)), ops_(std::move(ops)), alpha_(alpha) {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const std::string& op = ops_[i].first;
+    const auto same = std::count_if(ops_.begin(), ops_.end(), [&](const auto& o) { return o.first == op; });
+    aliases_.push_back(same > 1 ? fmt::format("{}_{}", op, i + 1) : op);
+  }
   try {
-    middle_ = first_->output_shape(input_);
-    second_->output_shape(middle_);
+    for (const auto& [op, impl] : ops_) {
+      inputs_.push_back(input);
+      input = impl->output_shape(input);
+    }
   } catch (const Error& e) {
     throw Error(fmt::format("test case {}: {}", name_, e.what()));
   }
 }
 
 std::map<std::string, TestCaseModel> BasicFusionCase::generate_testcase(const fs::path& directory, int batch_size) {
-  const onnx::ModelProto m1 = parse_model(first_->build_onnx(input_, batch_size), "operator " + alias1_);
-  const onnx::ModelProto m2 = parse_model(second_->build_onnx(middle_, batch_size), "operator " + alias2_);
-  const onnx::ModelProto block = chain(m1, m2, "operator " + alias2_ + " in " + name_);
+  std::vector<std::pair<std::string, onnx::ModelProto>> models;
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const std::string origin = "operator " + aliases_[i];
+    models.emplace_back(aliases_[i], parse_model(ops_[i].second->build_onnx(inputs_[i], batch_size), origin));
+  }
+  onnx::ModelProto block = models.front().second;
+  for (size_t i = 1; i < models.size(); ++i) block = chain(block, models[i].second, "operator " + aliases_[i] + " in " + name_);
+  models.emplace_back("block", std::move(block));
   std::map<std::string, TestCaseModel> out;
-  for (const auto& [model_name, model] :
-       std::vector<std::pair<std::string, const onnx::ModelProto*>>{{alias1_, &m1}, {alias2_, &m2}, {"block", &block}}) {
+  for (const auto& [model_name, model] : models) {
     const fs::path file = directory / (name_ + "_" + model_name + ".onnx");
-    write_model(file, serialize(*model));
-    out[model_name] = TestCaseModel{file, input_shapes(*model)};
+    write_model(file, serialize(model));
+    out[model_name] = TestCaseModel{file, input_shapes(model)};
   }
   return out;
 }
 
 Json BasicFusionCase::run_test(const std::map<std::string, double>& latencies_ms) {
-  return {{"obey", basic_fusion_obeys(latencies_ms.at(alias1_), latencies_ms.at(alias2_), latencies_ms.at("block"), alpha_)}};
+  std::vector<double> alone;
+  for (const auto& alias : aliases_) alone.push_back(latencies_ms.at(alias));
+  return {{"obey", basic_fusion_obeys(alone, latencies_ms.at("block"), alpha_)}};
 }
 
 namespace {
@@ -187,7 +199,14 @@ std::unique_ptr<TestCase> make_mon_case(const Json& ruletest_config) {
 namespace nnmeter {
 
 bool basic_fusion_obeys(double t1_ms, double t2_ms, double t12_ms, double alpha) {
-  return (t1_ms + t2_ms) - t12_ms > alpha * std::min(t1_ms, t2_ms);
+  return basic_fusion_obeys({t1_ms, t2_ms}, t12_ms, alpha);
+}
+
+bool basic_fusion_obeys(const std::vector<double>& ops_ms, double block_ms, double alpha) {
+  if (ops_ms.empty()) return false;
+  double sum = 0;
+  for (double t : ops_ms) sum += t;
+  return sum - block_ms > alpha * *std::min_element(ops_ms.begin(), ops_ms.end());
 }
 
 bool mon_obeys(double producer_ms, double consumer_ms, double fused_pair_ms, double branch_ms, double block_ms) {

@@ -1,4 +1,4 @@
-// The builtin test cases: BasicFusion (BF_op1_op2, one per BASIC_TESTCASES pair) and MON.
+// The builtin test cases: BasicFusion (BF_op1_op2[_op3…], one per BASIC_TESTCASES entry) and MON.
 #pragma once
 
 #include <optional>
@@ -16,35 +16,40 @@ struct RuleTestConfig {
   static RuleTestConfig parse(const Json& ruletest_config);
 };
 
-// BasicFusion (reference §8): op1 alone, op2 alone on op1's output shape, and the block op1 → op2; a
-// two-input operator takes its extra operand as an extra model input. Equal operators are named
-// <op>_1 / <op>_2.
+// BasicFusion (reference §8): each op alone on its input shape, and the block op1 → op2 [→ op3 …]; a
+// two-input operator takes its extra operand as an extra model input. An operator named twice or more is
+// named <op>_<position> (conv_1, conv_2). nn-Meter tests pairs; a longer chain asks whether the backend
+// runs the whole chain as one kernel (ShuffleNet's concat → channelshuffle → split).
 class BasicFusionCase final : public TestCase {
  public:
-  // `input` is the test input shape without batch. Checks that op1 takes `input` and op2 takes op1's
-  // output (Error otherwise), so a bad pair fails before any file is written.
-  BasicFusionCase(std::string name, std::string op1, std::unique_ptr<Operator> first, std::string op2,
-                  std::unique_ptr<Operator> second, Shape input, double alpha);
+  using Ops = std::vector<std::pair<std::string, std::unique_ptr<Operator>>>;
+  // `input` is the test input shape without batch. Checks that every op takes its predecessor's output
+  // (Error otherwise), so a bad chain fails before any file is written.
+  BasicFusionCase(std::string name, Ops ops, Shape input, double alpha);
   std::map<std::string, TestCaseModel> generate_testcase(const fs::path& directory, int batch_size) override;
   Json run_test(const std::map<std::string, double>& latencies_ms) override;
   std::vector<std::string> depends_on() const override { return {}; }
 
-  // The model names of op1 and op2 alone (their sum is "ops" in DETAIL output).
-  const std::string& op1_model() const { return alias1_; }
-  const std::string& op2_model() const { return alias2_; }
+  // The model names of the ops alone, in chain order (their sum is "ops" in DETAIL output).
+  const std::vector<std::string>& op_models() const { return aliases_; }
 
  private:
-  std::string name_, alias1_, alias2_;
-  std::unique_ptr<Operator> first_, second_;
-  Shape input_, middle_;
+  std::string name_;
+  std::vector<std::string> aliases_;
+  Ops ops_;
+  std::vector<Shape> inputs_;  // the input shape of each op
   double alpha_;
 };
 
-// "BF_<op1>_<op2>" → {op1, op2}; nullopt for any other name. Operator names never contain '_'.
-std::optional<std::pair<std::string, std::string>> split_basic_name(const std::string& testcase);
+// The longest chain a BF test case may name.
+inline constexpr size_t kMaxChainOps = 4;
 
-// The test input of BF_op1_op2: [SHAPE_1D] when either operator is in LAYERS_1D, else [CIN, HW, HW].
-Shape basic_input_shape(const RuleTestConfig& config, const std::string& op1, const std::string& op2);
+// "BF_<op1>_<op2>[_<op3>…]" (2 to kMaxChainOps operators) → the operators; nullopt for any other name.
+// Operator names never contain '_'.
+std::optional<std::vector<std::string>> split_basic_name(const std::string& testcase);
+
+// The test input of a BF case: [SHAPE_1D] when any of its operators is in LAYERS_1D, else [CIN, HW, HW].
+Shape basic_input_shape(const RuleTestConfig& config, const std::vector<std::string>& ops);
 
 // MON (multiple out nodes), with a real decision instead of nn-Meter's always-true; see testcases.cpp.
 std::unique_ptr<TestCase> make_mon_case(const Json& ruletest_config);

@@ -25,12 +25,13 @@ struct BuiltinKernelSpec {
       body;
 };
 
-std::vector<BuiltinKernelSpec> conv_kernel_specs();         // conv-*, dwconv-*
+std::vector<BuiltinKernelSpec> conv_kernel_specs();         // conv-*, dwconv-* (nn-Meter's 15)
+std::vector<BuiltinKernelSpec> swish_conv_kernel_specs();   // conv-bn-swish, dwconv-bn-swish
 std::vector<BuiltinKernelSpec> pool_kernel_specs();         // maxpool, avgpool, global-avgpool
 std::vector<BuiltinKernelSpec> structural_kernel_specs();   // fc, concat, split, channelshuffle, se
 std::vector<BuiltinKernelSpec> elementwise_kernel_specs();  // bnrelu, bn, hswish, swish, relu, addrelu, add
 
-// Every builtin kernel, in nn-Meter's listing order.
+// Every builtin kernel: nn-Meter's 30 in its listing order, then ours.
 std::vector<BuiltinKernelSpec> builtin_kernel_specs();
 
 // The Kernel implementation shared by every builtin spec.

@@ -1,4 +1,4 @@
-// The builtin kernel table: 30 kernels in nn-Meter's listing order (sampling/builtin_suites.cpp gives each
+// The builtin kernel table: nn-Meter's 30 kernels in its listing order, then ours (sampling/builtin_suites.cpp gives each
 // its family's sampler and parser).
 #include <functional>
 
@@ -52,6 +52,9 @@ std::vector<BuiltinKernelSpec> builtin_kernel_specs() {
   all.insert(all.end(), structural.begin(), structural.end());
   all.push_back(pools[2]);
   all.insert(all.end(), elementwise.begin(), elementwise.end());
+  // Ours, after nn-Meter's 30 so its listing stays as it was.
+  auto swish = swish_conv_kernel_specs();  // conv-bn-swish, dwconv-bn-swish
+  all.insert(all.end(), swish.begin(), swish.end());
   return all;
 }
 

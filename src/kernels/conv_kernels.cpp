@@ -1,6 +1,8 @@
 // conv-* and dwconv-* kernels: one convolution (SAME padding, bias) followed by optional BN and an
 // activation. conv-bn-hswish is a regular conv (nn-Meter's TF build made it depthwise by a class-name
-// clash) and dwconv-bn-hswish exists (nn-Meter's TF lookup failed); relu6 is Clip(0, 6).
+// clash) and dwconv-bn-hswish exists (nn-Meter's TF lookup failed); relu6 is Clip(0, 6). conv-bn-swish and
+// dwconv-bn-swish are not nn-Meter's: EfficientNet's and most NAS spaces' blocks end in SiLU, which a CPU
+// engine runs as a post-op that costs far more than ReLU's, so a ReLU kernel under-predicts them.
 #include "kernels/builtin.h"
 #include "kernels/config_check.h"
 
@@ -8,7 +10,7 @@ namespace nnmeter::kernels {
 
 namespace {
 
-enum class Post { Bn, Relu, Relu6, Hswish };
+enum class Post { Bn, Relu, Relu6, Hswish, Swish };
 
 struct ConvParams {
   int64_t hw, cin, cout, k, s;
@@ -54,6 +56,7 @@ BuiltinKernelSpec conv_spec(std::string name, bool depthwise, std::vector<Post> 
         case Post::Relu: x = onnxb::relu(g, x); break;
         case Post::Relu6: x = onnxb::relu6(g, x); break;
         case Post::Hswish: x = onnxb::hswish(g, x); break;
+        case Post::Swish: x = onnxb::swish(g, x); break;
       }
     }
     const int64_t out = onnxb::same_out(p.hw, p.s);
@@ -83,6 +86,11 @@ std::vector<BuiltinKernelSpec> conv_kernel_specs() {
       conv_spec("dwconv-block", true, {}),
       conv_spec("dwconv-bn-hswish", true, {Bn, Hswish}),
   };
+}
+
+std::vector<BuiltinKernelSpec> swish_conv_kernel_specs() {
+  using enum Post;
+  return {conv_spec("conv-bn-swish", false, {Bn, Swish}), conv_spec("dwconv-bn-swish", true, {Bn, Swish})};
 }
 
 }  // namespace nnmeter::kernels

@@ -205,6 +205,11 @@ BASIC_TESTCASES:
   - reshape_relu
   - reshape_reshape
   - se_relu
+  # Not nn-Meter's: SiLU after convs (EfficientNet, most NAS spaces), and ShuffleNet's concat → channel
+  # shuffle → split, a chain an engine may run as one kernel.
+  - conv_swish
+  - dwconv_swish
+  - concat_channelshuffle_split
 OTHER_TESTCASES:
   - MON
 LAYERS_1D:

@@ -57,7 +57,7 @@ std::vector<Shape> run_on_onednn(const fs::path& dir, const std::string& bytes, 
   return out;
 }
 
-TEST(FusionOperators, ListsNnMetersEighteenInItsOrder) {
+TEST(FusionOperators, ListsNnMetersEighteenInItsOrderThenOurs) {
   std::vector<std::string> names;
   for (const auto& info : builtin_operators()) {
     names.push_back(info.name);
@@ -66,7 +66,7 @@ TEST(FusionOperators, ListsNnMetersEighteenInItsOrder) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"conv", "dwconv", "convtrans", "bn", "globalavgpool", "maxpool", "avgpool",
                                              "se", "fc", "relu", "relu6", "sigmoid", "hswish", "reshape", "add", "concat",
-                                             "flatten", "split"}));
+                                             "flatten", "split", "swish", "channelshuffle"}));
   std::vector<std::string> cases;
   for (const auto& info : builtin_testcases()) cases.push_back(info.name);
   EXPECT_EQ(cases, std::vector<std::string>{"MON"});
@@ -84,6 +84,8 @@ TEST(FusionOperators, ShapeRulesFollowTheConfig) {
   EXPECT_EQ(make("concat")->output_shape({8, 9, 7}), (Shape{16, 9, 7}));
   EXPECT_EQ(make("split")->output_shape({8, 9, 7}), (Shape{4, 9, 7}));
   EXPECT_EQ(make("flatten")->output_shape({8, 9, 7}), (Shape{504}));
+  EXPECT_EQ(make("swish")->output_shape({8, 9, 7}), (Shape{8, 9, 7}));
+  EXPECT_EQ(make("channelshuffle")->output_shape({8, 9, 7}), (Shape{8, 9, 7}));
   // Defaults when the config leaves a key out; STRIDES 1 keeps the spatial size.
   EXPECT_EQ(make("conv", Json::object())->output_shape({64, 28, 28}), (Shape{128, 28, 28}));
   EXPECT_TRUE(make("add")->is_two_inputs());
@@ -94,6 +96,9 @@ TEST(FusionOperators, ShapeRulesFollowTheConfig) {
 TEST(FusionOperators, BadInputsAreOneLineErrors) {
   EXPECT_NE(test::error_of([] { make("conv")->output_shape({428}); }).find("needs a [C, H, W] input"), std::string::npos);
   EXPECT_NE(test::error_of([] { make("split")->output_shape({7, 4, 4}); }).find("must be even"), std::string::npos);
+  EXPECT_NE(test::error_of([] { make("channelshuffle")->output_shape({7, 4, 4}); }).find("must be even"), std::string::npos);
+  EXPECT_NE(test::error_of([] { make("channelshuffle")->output_shape({8}); }).find("needs a [C, H, W] input"),
+            std::string::npos);
   EXPECT_NE(test::error_of([] { make("conv", Json{{"COUT", 0}}); }).find("COUT must be a positive integer"),
             std::string::npos);
   EXPECT_NE(test::error_of([] { make("relu")->output_shape({4, 0}); }).find("non-positive"), std::string::npos);
@@ -132,7 +137,8 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"relu", {8, 9, 7}}, OpCase{"relu", {30}}, OpCase{"relu6", {8, 9, 7}},
                       OpCase{"sigmoid", {8, 9, 7}}, OpCase{"hswish", {8, 9, 7}}, OpCase{"reshape", {8, 9, 7}},
                       OpCase{"reshape", {30}}, OpCase{"add", {8, 9, 7}}, OpCase{"concat", {8, 9, 7}},
-                      OpCase{"flatten", {8, 9, 7}}, OpCase{"split", {8, 9, 7}}),
+                      OpCase{"flatten", {8, 9, 7}}, OpCase{"split", {8, 9, 7}}, OpCase{"swish", {8, 9, 7}},
+                      OpCase{"channelshuffle", {8, 9, 7}}),
     [](const ::testing::TestParamInfo<OpCase>& info) {
       return info.param.op + "_" + std::to_string(info.param.input.size()) + "d";
     });
@@ -181,16 +187,16 @@ TEST(FusionTestcases, DefaultConfigGeneratesModelsOnednnCompiles) {
   create_workspace(registry, tmp / "ws", WorkspaceFlavor::Builtin, "onednn_cpu");
   const Workspace ws = Workspace::load(tmp / "ws");
   const auto config = fusion::RuleTestConfig::parse(ws.ruletest_config);
-  ASSERT_EQ(config.basic.size(), 79u);
+  ASSERT_EQ(config.basic.size(), 82u);
   auto backend = connect_backend(registry, "onednn_cpu", Json::object());
   std::vector<std::unique_ptr<TestCase>> cases;
   for (const auto& pair : config.basic) {
     const auto ops = fusion::split_basic_name("BF_" + pair);
     ASSERT_TRUE(ops) << pair;
-    cases.push_back(std::make_unique<fusion::BasicFusionCase>("BF_" + pair, ops->first, make(ops->first, ws.ruletest_config),
-                                                              ops->second, make(ops->second, ws.ruletest_config),
-                                                              fusion::basic_input_shape(config, ops->first, ops->second),
-                                                              config.alpha));
+    fusion::BasicFusionCase::Ops chain;
+    for (const auto& op : *ops) chain.emplace_back(op, make(op, ws.ruletest_config));
+    cases.push_back(std::make_unique<fusion::BasicFusionCase>("BF_" + pair, std::move(chain),
+                                                              fusion::basic_input_shape(config, *ops), config.alpha));
   }
   cases.push_back(builtin_testcases().front().create(ws.ruletest_config));
   size_t models = 0;
@@ -204,7 +210,41 @@ TEST(FusionTestcases, DefaultConfigGeneratesModelsOnednnCompiles) {
       EXPECT_NO_THROW(backend->to_backend(m.model, tmp / "work", m.model.stem().string())) << m.model;
     }
   }
-  EXPECT_EQ(models, 79u * 3 + 5);
+  // 81 pairs (three models each), the chain concat → channelshuffle → split (four) and MON (five).
+  EXPECT_EQ(models, 81u * 3 + 4 + 5);
+}
+
+TEST(FusionTestcases, ChainNamesSplitIntoTwoToFourOperators) {
+  EXPECT_EQ(fusion::split_basic_name("BF_conv_relu"), (std::vector<std::string>{"conv", "relu"}));
+  EXPECT_EQ(fusion::split_basic_name("BF_concat_channelshuffle_split"),
+            (std::vector<std::string>{"concat", "channelshuffle", "split"}));
+  EXPECT_EQ(fusion::split_basic_name("BF_a_b_c_d"), (std::vector<std::string>{"a", "b", "c", "d"}));
+  for (const char* bad : {"BF_conv", "BF_conv__relu", "BF_conv_relu_", "BF__conv", "BF_a_b_c_d_e", "conv_relu", "MON"})
+    EXPECT_FALSE(fusion::split_basic_name(bad)) << bad;
+}
+
+// A chain case measures each op alone and the whole chain (ShuffleNet's unit boundary here), in models
+// onednn_cpu compiles, and decides by the chain form of nn-Meter's criterion.
+TEST(FusionTestcases, ConcatShuffleSplitChainGeneratesFourModels) {
+  TempDir tmp;
+  const Json config = {{"CIN", 4}, {"HW", 16}};
+  fusion::BasicFusionCase::Ops ops;
+  for (const char* op : {"concat", "channelshuffle", "split"}) ops.emplace_back(op, make(op, config));
+  fusion::BasicFusionCase chain("BF_concat_channelshuffle_split", std::move(ops), {4, 16, 16}, 0.5);
+  EXPECT_EQ(chain.op_models(), (std::vector<std::string>{"concat", "channelshuffle", "split"}));
+  const auto models = chain.generate_testcase(tmp.path(), 1);
+  ASSERT_EQ(models.size(), 4u);
+  const Registry registry(tmp / "home");
+  auto backend = connect_backend(registry, "onednn_cpu", Json::object());
+  for (const auto& [name, m] : models) {
+    const onnx::ModelProto model = test::parse_model(test::read_text(m.model));
+    EXPECT_NO_THROW(test::checked_output_shapes(model)) << name;
+    EXPECT_NO_THROW(backend->to_backend(m.model, tmp / "work", m.model.stem().string())) << name;
+  }
+  EXPECT_EQ(models.at("block").shapes, (std::vector<Shape>{{4, 16, 16}, {4, 16, 16}}));  // concat's two inputs
+  EXPECT_EQ(models.at("split").shapes, (std::vector<Shape>{{8, 16, 16}}));
+  EXPECT_EQ(chain.run_test({{"concat", 1.0}, {"channelshuffle", 1.0}, {"split", 1.0}, {"block", 1.2}}).at("obey"), true);
+  EXPECT_EQ(chain.run_test({{"concat", 1.0}, {"channelshuffle", 1.0}, {"split", 1.0}, {"block", 2.9}}).at("obey"), false);
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ TEST(FusionDecision, BasicFusionCriterion) {
   // The minimum of the two operators, not of all three latencies (nn-Meter issue #88).
   EXPECT_TRUE(basic_fusion_obeys(2.0, 2.0, 2.9, 0.5));    // saved 1.1 > 0.5·2.0
   EXPECT_FALSE(basic_fusion_obeys(2.0, 2.0, 3.1, 0.5));   // saved 0.9 < 1.0
+  // A chain: the saving against α times its cheapest op; two ops give the pair criterion.
+  EXPECT_TRUE(basic_fusion_obeys({1.0, 0.4, 0.6}, 1.1, 0.5));   // saved 0.9 > 0.2
+  EXPECT_FALSE(basic_fusion_obeys({1.0, 0.4, 0.6}, 1.85, 0.5));  // saved 0.15 < 0.2
+  EXPECT_EQ(basic_fusion_obeys({1.0, 0.4}, 1.0, 0.5), basic_fusion_obeys(1.0, 0.4, 1.0, 0.5));
+  EXPECT_FALSE(basic_fusion_obeys(std::vector<double>{}, 0.0, 0.5));
 }
 
 TEST(FusionDecision, MonPicksTheCloserHypothesis) {

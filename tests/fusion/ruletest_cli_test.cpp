@@ -6,6 +6,7 @@
 
 #include "common/io.h"
 #include "nnmeter/latency.h"
+#include "nnmeter/prediction.h"
 #include "support/test_support.h"
 
 namespace nnmeter::test {
@@ -117,6 +118,36 @@ TEST(RuletestCli, OnednnFusesConvReluAndConvBnButNotReluRelu) {
   EXPECT_EQ(io::load_json_file(rules_file), rules);
 }
 
+// Our cases beyond nn-Meter's pairs: SiLU after a conv, and a chain of three operators, which onednn_cpu
+// runs as one pass (ShuffleNet's concat → channel shuffle → split).
+TEST(RuletestCli, OnednnFusesConvSwishAndTheShuffleChain) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "ws",
+                                     "DETAIL: TRUE\nHW: 112\nCIN: 4\nCOUT: 32\nKERNEL_SIZE: 1\n"
+                                     "BASIC_TESTCASES: [conv_swish, concat_channelshuffle_split]\nOTHER_TESTCASES: []\n",
+                                     kQuickOnednn);
+  CliResult r = run_cli({"ruletest", "--workspace", ws.string(), "--backend", "onednn_cpu", "--json"}, tmp / "home");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const fs::path dir = ws / "fusion_rule_test";
+  for (const std::string f : {"concat", "channelshuffle", "split", "block"})
+    EXPECT_TRUE(fs::is_regular_file(dir / "testcases" / ("BF_concat_channelshuffle_split_" + f + ".onnx"))) << f;
+  const Json rules = Json::parse(r.out);
+  ASSERT_EQ(rules.size(), 2u) << rules.dump(2);
+  for (const std::string tc : {"BF_conv_swish", "BF_concat_channelshuffle_split"}) {
+    const Json& obey = rules[tc]["obey"];
+    EXPECT_TRUE((obey.is_boolean() && obey.get<bool>()) || contains(rules[tc].value("error", ""), "measurement noise"))
+        << tc << ": " << rules.dump(2);
+  }
+  for (const std::string key : {"concat", "channelshuffle", "split", "block", "ops"})
+    EXPECT_TRUE(rules["BF_concat_channelshuffle_split"]["latency"].contains(key)) << key;
+  // The predictor reads the chain as one rule of three operators.
+  const FusionRules read = FusionRules::from_json(rules, "rules");
+  if (rules["BF_concat_channelshuffle_split"]["obey"] == true) {
+    ASSERT_EQ(read.chains.size(), 1u);
+    EXPECT_EQ(read.chains[0], (std::vector<std::string>{"concat", "channelshuffle", "split"}));
+  }
+}
+
 TEST(RuletestCli, OnednnDoesNotFuseIntoAProducerWithTwoConsumers) {
   TempDir tmp;
   // onednn_cpu fuses a post-op only into a producer whose output has a single reader: with a second
@@ -219,7 +250,7 @@ TEST(RuletestCli, ListsBuiltinOperatorsAndTestcasesThenPlugins) {
   EXPECT_TRUE(contains(ops.out, "(nn-Meter) Supported operators: ('*' indicates customized operators)\n"
                                 "(nn-Meter) [Operator] conv\n(nn-Meter) [Operator] dwconv\n"))
       << ops.out;
-  EXPECT_TRUE(contains(ops.out, "(nn-Meter) [Operator] split\n(nn-Meter) [Operator] * myrelu (onnx)\n")) << ops.out;
+  EXPECT_TRUE(contains(ops.out, "(nn-Meter) [Operator] channelshuffle\n(nn-Meter) [Operator] * myrelu (onnx)\n")) << ops.out;
   CliResult cases = run_cli({"--list-testcases"}, tmp / "home");
   EXPECT_TRUE(contains(cases.out, "(nn-Meter) [TestCase] MON\n(nn-Meter) [TestCase] * relurelu (onnx)\n")) << cases.out;
 }

@@ -15,7 +15,9 @@ const std::vector<std::string> kSeedOrder = {
     "conv-block",   "conv-bn-hswish", "dwconv-bn",       "dwconv-relu",    "dwconv-relu6",    "dwconv-bn-relu",
     "dwconv-bn-relu6", "dwconv-block", "dwconv-bn-hswish", "maxpool",      "avgpool",         "fc",
     "concat",       "split",          "channelshuffle",  "se",             "global-avgpool",  "bnrelu",
-    "bn",           "hswish",         "swish",           "relu",           "addrelu",         "add"};
+    "bn",           "hswish",         "swish",           "relu",           "addrelu",         "add",
+    // Not nn-Meter's: SiLU blocks (EfficientNet, NAS spaces).
+    "conv-bn-swish", "dwconv-bn-swish"};
 
 KernelSuite suite_for(const std::string& name, const Json& pbc = Json::object()) {
   for (auto& info : builtin_kernels())
@@ -144,6 +146,14 @@ TEST(BuiltinKernels, FixesNnMetersCompositionBugs) {
   const Json dw = {{"HW", 14}, {"CIN", 16}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}};
   m = test::parse_model(suite_for("dwconv-bn-hswish").kernel->build_onnx(dw, 1));
   EXPECT_EQ(conv_group(m), 16);
+
+  // SiLU as PyTorch exports it: x · Sigmoid(x).
+  m = test::parse_model(suite_for("conv-bn-swish").kernel->build_onnx(conv, 1));
+  EXPECT_EQ(conv_group(m), 1);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "BatchNormalization", "Sigmoid", "Mul"}));
+  m = test::parse_model(suite_for("dwconv-bn-swish").kernel->build_onnx(dw, 1));
+  EXPECT_EQ(conv_group(m), 16);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "BatchNormalization", "Sigmoid", "Mul"}));
 
   m = test::parse_model(suite_for("conv-relu6").kernel->build_onnx(conv, 1));
   EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Clip"}));

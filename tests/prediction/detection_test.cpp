@@ -251,6 +251,42 @@ TEST(Detection, EveryZooModelIsFullyCovered) {
   }
 }
 
+// The kernels that are ours rather than nn-Meter's: EfficientNet's SiLU convs get their own kernels, and
+// where the backend runs ShuffleNet's concat → channel shuffle → split as one kernel, so does detection.
+TEST(Detection, SwishConvsAndTheShuffleChainFollowTheRules) {
+  auto with = [](std::vector<std::string> extra) {
+    std::vector<std::string> names = {"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu", "BF_conv_swish"};
+    names.insert(names.end(), extra.begin(), extra.end());
+    return rules(names);
+  };
+  std::map<std::string, int> kernels;
+  for (const auto& k : detect(zoo::build("efficientnet_b0", 64).model, with({"BF_dwconv_swish"}))) ++kernels[k.kernel];
+  EXPECT_GT(kernels["conv-bn-swish"], 0);
+  EXPECT_GT(kernels["dwconv-bn-swish"], 0);
+  EXPECT_EQ(kernels["swish"], 0) << "every SiLU follows a conv's BN here";
+  kernels.clear();
+  for (const auto& k : detect(zoo::build("efficientnet_b0", 64).model, with({}))) ++kernels[k.kernel];
+  EXPECT_EQ(kernels["dwconv-bn-swish"], 0);
+  EXPECT_GT(kernels["swish"], 0);
+
+  const auto shuffle = zoo::build("shufflenet_v2_x1_0", 64).model;
+  const auto apart = detect(shuffle, with({}));
+  const auto merged = detect(shuffle, with({"BF_concat_channelshuffle_split"}));
+  auto count = [](const std::vector<DetectedKernel>& ks, const std::string& op) {
+    return std::count_if(ks.begin(), ks.end(), [&](const DetectedKernel& k) { return k.op == op; });
+  };
+  const auto chains = count(merged, "concat-channelshuffle-split");
+  EXPECT_GT(chains, 0);
+  EXPECT_EQ(count(apart, "concat-channelshuffle-split"), 0);
+  // Each chain replaces three kernels with one, predicted as the concat that writes the data once.
+  EXPECT_EQ(apart.size(), merged.size() + 2 * static_cast<size_t>(chains));
+  for (const auto& k : merged)
+    if (k.op == "concat-channelshuffle-split") {
+      EXPECT_EQ(k.kernel, "concat");
+      EXPECT_TRUE(k.config.contains("CIN1") && k.config.contains("CIN2")) << k.config.dump();
+    }
+}
+
 TEST(FusionRules, ReadsObeyNullAndOldNames) {
   const auto r = FusionRules::from_json(
       {{"BF_conv_relu", {{"obey", true}}}, {"BF_relu_relu", {{"obey", false}}}, {"BF_dense_relu", {{"obey", true}}},
