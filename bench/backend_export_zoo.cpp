@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "common/io.h"
 
 int main(int argc, char** argv) {

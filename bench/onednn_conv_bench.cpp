@@ -11,7 +11,7 @@
 #include "backends/onednn/engine.h"
 #include "backends/measure.h"
 #include "backends/onednn/onednn_backend.h"
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 
 using namespace nnmeter;
 

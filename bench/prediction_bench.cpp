@@ -17,7 +17,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/prediction.h"

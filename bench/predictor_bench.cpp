@@ -7,7 +7,7 @@
 #include <string>
 
 #include "nnmeter/predictor.h"
-#include "predictor/synthetic_conv.h"
+#include "regressors/synthetic_conv.h"
 
 using namespace nnmeter;
 

@@ -1,11 +1,11 @@
 # Writes a C++ source holding the prior configuration CSVs (run as cmake -P at build time).
 set(content "// Generated from data/prior_config_lib by cmake/EmbedPriorLib.cmake. Do not edit.\n")
-string(APPEND content "#include <map>\n#include <string>\n\nnamespace nnmeter::detail {\n")
+string(APPEND content "#include <map>\n#include <string>\n\nnamespace nnmeter::sampling {\n")
 string(APPEND content "const std::map<std::string, std::string>& embedded_prior_config_lib() {\n")
 string(APPEND content "  static const std::map<std::string, std::string> files = {\n")
 foreach(name conv dwconv fc pooling)
   file(READ "${PRIOR_DIR}/${name}.csv" csv)
   string(APPEND content "    {\"${name}.csv\", R\"NNMCSV(${csv})NNMCSV\"},\n")
 endforeach()
-string(APPEND content "  };\n  return files;\n}\n\n}  // namespace nnmeter::detail\n")
+string(APPEND content "  };\n  return files;\n}\n\n}  // namespace nnmeter::sampling\n")
 file(WRITE "${OUTPUT}" "${content}")

@@ -14,10 +14,10 @@
 #include <cmath>
 #include <fstream>
 #include <numeric>
-#include <random>
 #include <sstream>
 #include <thread>
 
+#include "common/rng.h"
 #include "nnmeter/common.h"
 
 namespace nnmeter::backends {
@@ -158,14 +158,13 @@ void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads) {
 }
 
 std::vector<Tensor> random_inputs(const std::vector<std::pair<std::string, Shape>>& specs, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  SplitMix64 rng(seed);
   std::vector<Tensor> out;
   for (const auto& [name, shape] : specs) {
     int64_t n = 1;
     for (auto d : shape) n *= d;
     Tensor t{name, shape, std::vector<float>(static_cast<size_t>(n))};
-    for (auto& v : t.data) v = dist(rng);
+    for (auto& v : t.data) v = rng.uniform(-1.f, 1.f);
     out.push_back(std::move(t));
   }
   return out;

@@ -49,7 +49,7 @@ class BuiltinOperator final : public Operator {
   std::string build_onnx(const Shape& input_shape, int batch_size) const override {
     if (batch_size <= 0) throw Error("operator '" + spec_.name + "': batch size must be positive");
     const Shape out = output_shape(input_shape);
-    onnxb::GraphBuilder g(spec_.name, seed_of(spec_.name));
+    onnx_io::GraphBuilder g(spec_.name, seed_of(spec_.name));
     std::vector<std::string> inputs = {g.input(batched(batch_size, input_shape))};
     if (spec_.two_inputs) inputs.push_back(g.input(batched(batch_size, input_shape)));
     for (const auto& y : spec_.body(g, inputs, params_, input_shape, batch_size)) g.output(y, batched(batch_size, out));

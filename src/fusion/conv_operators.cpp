@@ -8,13 +8,13 @@ namespace nnmeter::fusion {
 
 namespace {
 
-using onnxb::attr_int;
-using onnxb::attr_ints;
+using onnx_io::attr_int;
+using onnx_io::attr_ints;
 
 // SAME pads as ONNX wants them: {h_begin, w_begin, h_end, w_end}.
 std::vector<int64_t> same_pads_hw(const Shape& chw, int64_t kernel, int64_t stride) {
-  const auto h = onnxb::same_pads(chw[1], kernel, stride);
-  const auto w = onnxb::same_pads(chw[2], kernel, stride);
+  const auto h = onnx_io::same_pads(chw[1], kernel, stride);
+  const auto w = onnx_io::same_pads(chw[2], kernel, stride);
   return {h[0], w[0], h[2], w[2]};
 }
 
@@ -23,9 +23,9 @@ OpSpec conv_spec(const std::string& name, bool depthwise) {
   spec.name = name;
   spec.shape = [name, depthwise](const OpParams& p, const Shape& in) {
     require_rank(name, in, 3);
-    return Shape{depthwise ? in[0] : p.cout, onnxb::same_out(in[1], p.stride), onnxb::same_out(in[2], p.stride)};
+    return Shape{depthwise ? in[0] : p.cout, onnx_io::same_out(in[1], p.stride), onnx_io::same_out(in[2], p.stride)};
   };
-  spec.body = [depthwise](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in,
+  spec.body = [depthwise](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in,
                           int64_t) {
     const int64_t cin = in[0], cout = depthwise ? cin : p.cout, per_group = depthwise ? 1 : cin;
     const std::string w = g.he_weight("conv_weight", {cout, per_group, p.kernel, p.kernel}, per_group * p.kernel * p.kernel);
@@ -48,7 +48,7 @@ OpSpec convtrans_spec() {
     require_rank("convtrans", in, 3);
     return Shape{p.cout, in[1] * p.stride, in[2] * p.stride};
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
     const int64_t total = std::max<int64_t>(p.kernel - p.stride, 0), extra = std::max<int64_t>(p.stride - p.kernel, 0);
     const int64_t begin = total / 2, end = total - begin;
     // ConvTranspose weights are [CIN, COUT, K, K].

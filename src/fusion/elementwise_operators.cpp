@@ -7,7 +7,7 @@ namespace nnmeter::fusion {
 
 namespace {
 
-using Body = std::function<std::string(onnxb::GraphBuilder&, const std::vector<std::string>&, const Shape&)>;
+using Body = std::function<std::string(onnx_io::GraphBuilder&, const std::vector<std::string>&, const Shape&)>;
 
 OpSpec same_shape_spec(const std::string& name, bool two_inputs, Body body, size_t rank = 0) {
   OpSpec spec;
@@ -18,7 +18,7 @@ OpSpec same_shape_spec(const std::string& name, bool two_inputs, Body body, size
     if (in.empty()) require_rank(name, in, 1);
     return in;
   };
-  spec.body = [body](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
+  spec.body = [body](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
     return std::vector<std::string>{body(g, x, in)};
   };
   return spec;
@@ -27,15 +27,15 @@ OpSpec same_shape_spec(const std::string& name, bool two_inputs, Body body, size
 }  // namespace
 
 std::vector<OpSpec> elementwise_operator_specs() {
-  using G = onnxb::GraphBuilder;
+  using G = onnx_io::GraphBuilder;
   using In = const std::vector<std::string>&;
   return {
-      same_shape_spec("bn", false, [](G& g, In x, const Shape& in) { return onnxb::batch_norm(g, x[0], in[0]); }, 3),
-      same_shape_spec("relu", false, [](G& g, In x, const Shape&) { return onnxb::relu(g, x[0]); }),
-      same_shape_spec("relu6", false, [](G& g, In x, const Shape&) { return onnxb::relu6(g, x[0]); }),
+      same_shape_spec("bn", false, [](G& g, In x, const Shape& in) { return onnx_io::batch_norm(g, x[0], in[0]); }, 3),
+      same_shape_spec("relu", false, [](G& g, In x, const Shape&) { return onnx_io::relu(g, x[0]); }),
+      same_shape_spec("relu6", false, [](G& g, In x, const Shape&) { return onnx_io::relu6(g, x[0]); }),
       same_shape_spec("sigmoid", false, [](G& g, In x, const Shape&) { return g.node1("Sigmoid", {x[0]}); }),
-      same_shape_spec("hswish", false, [](G& g, In x, const Shape&) { return onnxb::hswish(g, x[0]); }),
-      same_shape_spec("swish", false, [](G& g, In x, const Shape&) { return onnxb::swish(g, x[0]); }),
+      same_shape_spec("hswish", false, [](G& g, In x, const Shape&) { return onnx_io::hswish(g, x[0]); }),
+      same_shape_spec("swish", false, [](G& g, In x, const Shape&) { return onnx_io::swish(g, x[0]); }),
       same_shape_spec("add", true, [](G& g, In x, const Shape&) { return g.node1("Add", {x[0], x[1]}); }),
   };
 }

@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "kernels/onnx_builder.h"
+#include "onnx_io/builder.h"
 #include "nnmeter/fusion.h"
 
 namespace nnmeter::fusion {
@@ -27,7 +27,7 @@ struct OpSpec {
   std::function<Shape(const OpParams&, const Shape&)> shape;
   // Adds the operator's nodes reading `inputs` (batched tensors of `in` = the unbatched input shape);
   // returns its outputs, each of the output shape (split returns both halves).
-  std::function<std::vector<std::string>(onnxb::GraphBuilder&, const std::vector<std::string>& inputs,
+  std::function<std::vector<std::string>(onnx_io::GraphBuilder&, const std::vector<std::string>& inputs,
                                          const OpParams&, const Shape& in, int64_t batch)>
       body;
 };

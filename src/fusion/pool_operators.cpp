@@ -6,21 +6,21 @@ namespace nnmeter::fusion {
 
 namespace {
 
-using onnxb::attr_int;
-using onnxb::attr_ints;
+using onnx_io::attr_int;
+using onnx_io::attr_ints;
 
 OpSpec pool_spec(const std::string& name, const std::string& onnx_op) {
   OpSpec spec;
   spec.name = name;
   spec.shape = [name](const OpParams& p, const Shape& in) {
     require_rank(name, in, 3);
-    return Shape{in[0], onnxb::same_out(in[1], p.pool_stride), onnxb::same_out(in[2], p.pool_stride)};
+    return Shape{in[0], onnx_io::same_out(in[1], p.pool_stride), onnx_io::same_out(in[2], p.pool_stride)};
   };
-  spec.body = [onnx_op](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in,
+  spec.body = [onnx_op](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in,
                         int64_t) {
-    const auto h = onnxb::same_pads(in[1], p.kernel, p.pool_stride);
-    const auto w = onnxb::same_pads(in[2], p.kernel, p.pool_stride);
-    std::vector<onnxb::Attr> attrs = {attr_ints("kernel_shape", {p.kernel, p.kernel}),
+    const auto h = onnx_io::same_pads(in[1], p.kernel, p.pool_stride);
+    const auto w = onnx_io::same_pads(in[2], p.kernel, p.pool_stride);
+    std::vector<onnx_io::Attr> attrs = {attr_ints("kernel_shape", {p.kernel, p.kernel}),
                                       attr_ints("strides", {p.pool_stride, p.pool_stride}),
                                       attr_ints("pads", {h[0], w[0], h[2], w[2]})};
     // TF's SAME average pooling divides by the number of real pixels in the window.
@@ -37,7 +37,7 @@ OpSpec global_avgpool_spec() {
     require_rank("globalavgpool", in, 3);
     return Shape{in[0]};
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
     const std::string pooled = g.node1("GlobalAveragePool", {x.at(0)});
     return std::vector<std::string>{g.node1("Flatten", {pooled}, {attr_int("axis", 1)})};
   };

@@ -15,8 +15,8 @@ namespace nnmeter::fusion {
 
 namespace {
 
-using onnxb::attr_float;
-using onnxb::attr_int;
+using onnx_io::attr_float;
+using onnx_io::attr_int;
 
 int64_t product(const Shape& s) {
   int64_t n = 1;
@@ -32,11 +32,11 @@ OpSpec se_spec() {
     require_rank("se", in, 3);
     return in;
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
     const int64_t c = in[0], mid = std::max<int64_t>(1, c / 4);
     std::string s = g.node1("GlobalAveragePool", {x.at(0)});
-    s = onnxb::relu(g, onnxb::conv2d(g, s, {c, mid, 1, 1, 1, false}));
-    s = onnxb::conv2d(g, s, {mid, c, 1, 1, 1, false});
+    s = onnx_io::relu(g, onnx_io::conv2d(g, s, {c, mid, 1, 1, 1, false}));
+    s = onnx_io::conv2d(g, s, {mid, c, 1, 1, 1, false});
     s = g.node1("HardSigmoid", {s}, {attr_float("alpha", 1.0f / 6.0f), attr_float("beta", 0.5f)});
     return std::vector<std::string>{g.node1("Mul", {x.at(0), s})};
   };
@@ -52,7 +52,7 @@ OpSpec fc_spec() {
     out.back() = p.cout;
     return out;
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
     const int64_t k = in.back();
     const std::string b = g.random_weight("fc_bias", {p.cout}, -0.1f, 0.1f);
     if (in.size() == 1) {
@@ -80,7 +80,7 @@ OpSpec reshape_spec() {
   OpSpec spec;
   spec.name = "reshape";
   spec.shape = [](const OpParams&, const Shape& in) { return reshaped(in); };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
                  int64_t batch) {
     const std::string target = g.int64_const("reshape_shape", batched(batch, reshaped(in)));
     return std::vector<std::string>{g.node1("Reshape", {x.at(0), target})};
@@ -98,7 +98,7 @@ OpSpec concat_spec() {
     out[0] *= 2;
     return out;
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
     return std::vector<std::string>{g.node1("Concat", {x.at(0), x.at(1)}, {attr_int("axis", 1)})};
   };
   return spec;
@@ -111,7 +111,7 @@ OpSpec flatten_spec() {
     require_rank("flatten", in, 0);
     return Shape{product(in)};
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape&, int64_t) {
     return std::vector<std::string>{g.node1("Flatten", {x.at(0)}, {attr_int("axis", 1)})};
   };
   return spec;
@@ -127,7 +127,7 @@ OpSpec split_spec() {
     out[0] /= 2;
     return out;
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in, int64_t) {
     const std::string sizes = g.int64_const("split_sizes", {in[0] / 2, in[0] / 2});
     return g.node("Split", {x.at(0), sizes}, {attr_int("axis", 1)}, 2);
   };
@@ -142,11 +142,11 @@ OpSpec channelshuffle_spec() {
     require_even_first("channelshuffle", in);
     return in;
   };
-  spec.body = [](onnxb::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams&, const Shape& in,
                  int64_t batch) {
     const std::string groups = g.int64_const("shuffle_shape", {batch, 2, in[0] / 2, in[1], in[2]});
     std::string y = g.node1("Reshape", {x.at(0), groups});
-    y = g.node1("Transpose", {y}, {onnxb::attr_ints("perm", {0, 2, 1, 3, 4})});
+    y = g.node1("Transpose", {y}, {onnx_io::attr_ints("perm", {0, 2, 1, 3, 4})});
     const std::string flat = g.int64_const("unshuffle_shape", batched(batch, in));
     return std::vector<std::string>{g.node1("Reshape", {y, flat})};
   };

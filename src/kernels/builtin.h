@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/onnx_builder.h"
+#include "onnx_io/builder.h"
 #include "nnmeter/kernel.h"
 
 namespace nnmeter::kernels {
@@ -21,7 +21,7 @@ struct BuiltinKernelSpec {
   // Validates the config and returns the model inputs without the batch dimension.
   std::function<std::vector<Shape>(const KernelConfig&)> inputs;
   // Adds the kernel's nodes after the graph inputs and declares the graph outputs (with batch).
-  std::function<void(onnxb::GraphBuilder&, const std::vector<std::string>& inputs, const KernelConfig&, int64_t batch)>
+  std::function<void(onnx_io::GraphBuilder&, const std::vector<std::string>& inputs, const KernelConfig&, int64_t batch)>
       body;
 };
 

@@ -23,10 +23,10 @@ class BuiltinKernel : public Kernel {
   std::vector<Shape> input_tensor_shape(const KernelConfig& config) const override { return spec_.inputs(config); }
 
   std::string build_onnx(const KernelConfig& config, int batch_size) const override {
-    kcheck::check_batch(batch_size);
+    check::check_batch(batch_size);
     std::vector<Shape> shapes = spec_.inputs(config);
-    for (const auto& s : shapes) kcheck::check_tensor(spec_.name, "input", batch_size, s);
-    onnxb::GraphBuilder g(spec_.name, weight_seed(spec_.name, config, batch_size));
+    for (const auto& s : shapes) check::check_tensor(spec_.name, "input", batch_size, s);
+    onnx_io::GraphBuilder g(spec_.name, weight_seed(spec_.name, config, batch_size));
     std::vector<std::string> inputs;
     for (const auto& s : shapes) inputs.push_back(g.input(with_batch(batch_size, s)));
     spec_.body(g, inputs, config, batch_size);

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-namespace nnmeter::kcheck {
+namespace nnmeter::kernels::check {
 
 namespace {
 
@@ -74,4 +74,4 @@ void check_tensor(const std::string& kernel, const std::string& what, int64_t ba
   }
 }
 
-}  // namespace nnmeter::kcheck
+}  // namespace nnmeter::kernels::check

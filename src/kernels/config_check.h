@@ -12,7 +12,7 @@
 
 #include "nnmeter/kernel.h"
 
-namespace nnmeter::kcheck {
+namespace nnmeter::kernels::check {
 
 inline constexpr int64_t kMaxHw = 2048;
 inline constexpr int64_t kMaxChannels = 32768;
@@ -40,4 +40,4 @@ void check_batch(int64_t batch);
 // Throws if batch * prod(shape) exceeds kMaxTensorElements; `what` names the tensor.
 void check_tensor(const std::string& kernel, const std::string& what, int64_t batch, const Shape& shape);
 
-}  // namespace nnmeter::kcheck
+}  // namespace nnmeter::kernels::check

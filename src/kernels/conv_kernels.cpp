@@ -18,23 +18,23 @@ struct ConvParams {
 
 ConvParams read_conv(const KernelConfig& c, const std::string& name, bool depthwise) {
   ConvParams p{};
-  p.hw = kcheck::hw(c, name);
-  p.cin = kcheck::channels(c, name, "CIN");
+  p.hw = check::hw(c, name);
+  p.cin = check::channels(c, name, "CIN");
   if (depthwise) {
     // nn-Meter's dwconv configs carry no COUT; when one is given it must agree with the depthwise rule.
-    auto cout = kcheck::get_optional_int(c, name, "COUT", 1, kcheck::kMaxChannels);
+    auto cout = check::get_optional_int(c, name, "COUT", 1, check::kMaxChannels);
     if (cout && *cout != p.cin)
       throw Error("kernel '" + name + "' config: COUT must equal CIN for a depthwise conv, got CIN = " +
                   std::to_string(p.cin) + ", COUT = " + std::to_string(*cout));
     p.cout = p.cin;
   } else {
-    p.cout = kcheck::channels(c, name, "COUT");
+    p.cout = check::channels(c, name, "COUT");
   }
-  p.k = kcheck::kernel_size(c, name, p.hw);
-  p.s = kcheck::stride(c, name, "STRIDES");
-  const int64_t out = onnxb::same_out(p.hw, p.s);
-  kcheck::check_tensor(name, "weight", 1, {p.cout, depthwise ? 1 : p.cin, p.k, p.k});
-  kcheck::check_tensor(name, "output", 1, {p.cout, out, out});
+  p.k = check::kernel_size(c, name, p.hw);
+  p.s = check::stride(c, name, "STRIDES");
+  const int64_t out = onnx_io::same_out(p.hw, p.s);
+  check::check_tensor(name, "weight", 1, {p.cout, depthwise ? 1 : p.cin, p.k, p.k});
+  check::check_tensor(name, "output", 1, {p.cout, out, out});
   return p;
 }
 
@@ -46,20 +46,20 @@ BuiltinKernelSpec conv_spec(std::string name, bool depthwise, std::vector<Post> 
     ConvParams p = read_conv(c, name, depthwise);
     return std::vector<Shape>{{p.cin, p.hw, p.hw}};
   };
-  spec.body = [name, depthwise, post](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c,
+  spec.body = [name, depthwise, post](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c,
                                       int64_t batch) {
     ConvParams p = read_conv(c, name, depthwise);
-    std::string x = onnxb::conv2d(g, in.at(0), {p.cin, p.cout, p.k, p.s, p.hw, depthwise});
+    std::string x = onnx_io::conv2d(g, in.at(0), {p.cin, p.cout, p.k, p.s, p.hw, depthwise});
     for (Post op : post) {
       switch (op) {
-        case Post::Bn: x = onnxb::batch_norm(g, x, p.cout); break;
-        case Post::Relu: x = onnxb::relu(g, x); break;
-        case Post::Relu6: x = onnxb::relu6(g, x); break;
-        case Post::Hswish: x = onnxb::hswish(g, x); break;
-        case Post::Swish: x = onnxb::swish(g, x); break;
+        case Post::Bn: x = onnx_io::batch_norm(g, x, p.cout); break;
+        case Post::Relu: x = onnx_io::relu(g, x); break;
+        case Post::Relu6: x = onnx_io::relu6(g, x); break;
+        case Post::Hswish: x = onnx_io::hswish(g, x); break;
+        case Post::Swish: x = onnx_io::swish(g, x); break;
       }
     }
-    const int64_t out = onnxb::same_out(p.hw, p.s);
+    const int64_t out = onnx_io::same_out(p.hw, p.s);
     g.output(x, {batch, p.cout, out, out});
   };
   return spec;

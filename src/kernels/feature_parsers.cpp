@@ -32,7 +32,7 @@ class BuiltinParser : public FeatureParser {
       // Concat's absent inputs are 0; every other value is a positive integer.
       int64_t lo = kernel_ == "concat" && (key == "CIN3" || key == "CIN4") ? 0 : 1;
       if (lo == 0 && !c.contains(key)) (*filled)[key] = 0;  // a missing key means `filled` is in use
-      feature.push_back(static_cast<double>(kcheck::get_int(c, kernel_, key, lo, std::numeric_limits<int64_t>::max())));
+      feature.push_back(static_cast<double>(check::get_int(c, kernel_, key, lo, std::numeric_limits<int64_t>::max())));
     }
     if (extra_ == Extra::None) return feature;
     double flops = 0, params = 0;

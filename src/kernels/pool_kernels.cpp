@@ -12,17 +12,17 @@ struct PoolParams {
 
 PoolParams read_pool(const KernelConfig& c, const std::string& name) {
   PoolParams p{};
-  p.hw = kcheck::hw(c, name);
-  p.cin = kcheck::channels(c, name, "CIN");
-  auto cout = kcheck::get_optional_int(c, name, "COUT", 1, kcheck::kMaxChannels);
+  p.hw = check::hw(c, name);
+  p.cin = check::channels(c, name, "CIN");
+  auto cout = check::get_optional_int(c, name, "COUT", 1, check::kMaxChannels);
   if (cout && *cout != p.cin)
     throw Error("kernel '" + name + "' config: COUT must equal CIN for pooling, got CIN = " + std::to_string(p.cin) +
                 ", COUT = " + std::to_string(*cout));
-  p.k = kcheck::kernel_size(c, name, p.hw);
+  p.k = check::kernel_size(c, name, p.hw);
   // nn-Meter's pooling blocks read POOL_STRIDES and fall back to STRIDES.
-  p.s = c.contains("POOL_STRIDES") || !c.contains("STRIDES") ? kcheck::stride(c, name, "POOL_STRIDES")
-                                                             : kcheck::stride(c, name, "STRIDES");
-  kcheck::check_tensor(name, "input", 1, {p.cin, p.hw, p.hw});
+  p.s = c.contains("POOL_STRIDES") || !c.contains("STRIDES") ? check::stride(c, name, "POOL_STRIDES")
+                                                             : check::stride(c, name, "STRIDES");
+  check::check_tensor(name, "input", 1, {p.cin, p.hw, p.hw});
   return p;
 }
 
@@ -34,16 +34,16 @@ BuiltinKernelSpec pool_spec(std::string name, std::string op) {
     PoolParams p = read_pool(c, name);
     return std::vector<Shape>{{p.cin, p.hw, p.hw}};
   };
-  spec.body = [name, op](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c,
+  spec.body = [name, op](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c,
                          int64_t batch) {
     PoolParams p = read_pool(c, name);
-    std::vector<onnxb::Attr> attrs = {onnxb::attr_ints("kernel_shape", {p.k, p.k}),
-                                      onnxb::attr_ints("strides", {p.s, p.s}),
-                                      onnxb::attr_ints("pads", onnxb::same_pads(p.hw, p.k, p.s))};
+    std::vector<onnx_io::Attr> attrs = {onnx_io::attr_ints("kernel_shape", {p.k, p.k}),
+                                      onnx_io::attr_ints("strides", {p.s, p.s}),
+                                      onnx_io::attr_ints("pads", onnx_io::same_pads(p.hw, p.k, p.s))};
     // TF's SAME average pooling divides by the number of real pixels in the window.
-    if (op == "AveragePool") attrs.push_back(onnxb::attr_int("count_include_pad", 0));
+    if (op == "AveragePool") attrs.push_back(onnx_io::attr_int("count_include_pad", 0));
     std::string y = g.node1(op, {in.at(0)}, attrs);
-    const int64_t out = onnxb::same_out(p.hw, p.s);
+    const int64_t out = onnx_io::same_out(p.hw, p.s);
     g.output(y, {batch, p.cin, out, out});
   };
   return spec;
@@ -55,15 +55,15 @@ BuiltinKernelSpec global_avgpool_spec() {
   spec.name = name;
   spec.family = Family::GlobalAvgPool;
   spec.inputs = [name](const KernelConfig& c) {
-    int64_t hw = kcheck::hw(c, name), cin = kcheck::channels(c, name, "CIN");
-    kcheck::check_tensor(name, "input", 1, {cin, hw, hw});
+    int64_t hw = check::hw(c, name), cin = check::channels(c, name, "CIN");
+    check::check_tensor(name, "input", 1, {cin, hw, hw});
     return std::vector<Shape>{{cin, hw, hw}};
   };
-  spec.body = [name](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
-    int64_t cin = kcheck::channels(c, name, "CIN");
+  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+    int64_t cin = check::channels(c, name, "CIN");
     // Keras' GlobalAveragePooling2D yields [N, C]; Flatten drops the 1x1 spatial dims.
     std::string pooled = g.node1("GlobalAveragePool", {in.at(0)});
-    std::string y = g.node1("Flatten", {pooled}, {onnxb::attr_int("axis", 1)});
+    std::string y = g.node1("Flatten", {pooled}, {onnx_io::attr_int("axis", 1)});
     g.output(y, {batch, cin});
   };
   return spec;

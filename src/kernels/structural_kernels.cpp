@@ -14,16 +14,16 @@ BuiltinKernelSpec fc_spec() {
   const std::string name = "fc";
   BuiltinKernelSpec spec{name, Family::Fc, {}, {}};
   auto read = [name](const KernelConfig& c) {
-    int64_t cin = kcheck::channels(c, name, "CIN"), cout = kcheck::channels(c, name, "COUT");
-    kcheck::check_tensor(name, "weight", 1, {cout, cin});
+    int64_t cin = check::channels(c, name, "CIN"), cout = check::channels(c, name, "COUT");
+    check::check_tensor(name, "weight", 1, {cout, cin});
     return std::pair{cin, cout};
   };
   spec.inputs = [read](const KernelConfig& c) { return std::vector<Shape>{{read(c).first}}; };
-  spec.body = [read](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+  spec.body = [read](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
     auto [cin, cout] = read(c);
     std::string w = g.he_weight("fc_weight", {cout, cin}, cin);
     std::string b = g.random_weight("fc_bias", {cout}, -0.1f, 0.1f);
-    std::string y = g.node1("Gemm", {in.at(0), w, b}, {onnxb::attr_int("transB", 1)});
+    std::string y = g.node1("Gemm", {in.at(0), w, b}, {onnx_io::attr_int("transB", 1)});
     g.output(y, {batch, cout});
   };
   return spec;
@@ -31,11 +31,11 @@ BuiltinKernelSpec fc_spec() {
 
 // CIN1 and CIN2 are required; CIN3/CIN4 of 0 (or absent) mean the input does not exist, as in nn-Meter.
 std::vector<int64_t> concat_channels(const KernelConfig& c, const std::string& name) {
-  int64_t hw = kcheck::hw(c, name);
-  std::vector<int64_t> cins = {kcheck::channels(c, name, "CIN1"), kcheck::channels(c, name, "CIN2")};
+  int64_t hw = check::hw(c, name);
+  std::vector<int64_t> cins = {check::channels(c, name, "CIN1"), check::channels(c, name, "CIN2")};
   bool absent = false;
   for (const char* key : {"CIN3", "CIN4"}) {
-    int64_t v = kcheck::get_optional_int(c, name, key, 0, kcheck::kMaxChannels).value_or(0);
+    int64_t v = check::get_optional_int(c, name, key, 0, check::kMaxChannels).value_or(0);
     if (v == 0) {
       absent = true;
     } else if (absent) {
@@ -46,7 +46,7 @@ std::vector<int64_t> concat_channels(const KernelConfig& c, const std::string& n
   }
   int64_t total = 0;
   for (int64_t ci : cins) total += ci;
-  kcheck::check_tensor(name, "output", 1, {total, hw, hw});
+  check::check_tensor(name, "output", 1, {total, hw, hw});
   return cins;
 }
 
@@ -54,25 +54,25 @@ BuiltinKernelSpec concat_spec() {
   const std::string name = "concat";
   BuiltinKernelSpec spec{name, Family::Concat, {}, {}};
   spec.inputs = [name](const KernelConfig& c) {
-    int64_t hw = kcheck::hw(c, name);
+    int64_t hw = check::hw(c, name);
     std::vector<Shape> shapes;
     for (int64_t ci : concat_channels(c, name)) shapes.push_back({ci, hw, hw});
     return shapes;
   };
-  spec.body = [name](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
-    int64_t hw = kcheck::hw(c, name), total = 0;
+  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+    int64_t hw = check::hw(c, name), total = 0;
     for (int64_t ci : concat_channels(c, name)) total += ci;
-    std::string y = g.node1("Concat", in, {onnxb::attr_int("axis", 1)});
+    std::string y = g.node1("Concat", in, {onnx_io::attr_int("axis", 1)});
     g.output(y, {batch, total, hw, hw});
   };
   return spec;
 }
 
 std::pair<int64_t, int64_t> hw_cin(const KernelConfig& c, const std::string& name, bool even) {
-  int64_t hw = kcheck::hw(c, name), cin = kcheck::channels(c, name, "CIN");
+  int64_t hw = check::hw(c, name), cin = check::channels(c, name, "CIN");
   if (even && cin % 2 != 0)
     throw Error("kernel '" + name + "' config: CIN must be even (two channel groups), got " + std::to_string(cin));
-  kcheck::check_tensor(name, "input", 1, {cin, hw, hw});
+  check::check_tensor(name, "input", 1, {cin, hw, hw});
   return {hw, cin};
 }
 
@@ -83,10 +83,10 @@ BuiltinKernelSpec split_spec() {
     auto [hw, cin] = hw_cin(c, name, true);
     return std::vector<Shape>{{cin, hw, hw}};
   };
-  spec.body = [name](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
     auto [hw, cin] = hw_cin(c, name, true);
     std::string sizes = g.int64_const("split_sizes", {cin / 2, cin / 2});
-    auto outs = g.node("Split", {in.at(0), sizes}, {onnxb::attr_int("axis", 1)}, 2);
+    auto outs = g.node("Split", {in.at(0), sizes}, {onnx_io::attr_int("axis", 1)}, 2);
     for (const auto& o : outs) g.output(o, {batch, cin / 2, hw, hw});
   };
   return spec;
@@ -99,12 +99,12 @@ BuiltinKernelSpec channelshuffle_spec() {
     auto [hw, cin] = hw_cin(c, name, true);
     return std::vector<Shape>{{cin, hw, hw}};
   };
-  spec.body = [name](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
     auto [hw, cin] = hw_cin(c, name, true);
     // groups = 2: [N, 2, C/2, H, W] -> swap the group axes -> [N, C, H, W].
     std::string split_shape = g.int64_const("shuffle_shape", {batch, 2, cin / 2, hw, hw});
     std::string x = g.node1("Reshape", {in.at(0), split_shape});
-    x = g.node1("Transpose", {x}, {onnxb::attr_ints("perm", {0, 2, 1, 3, 4})});
+    x = g.node1("Transpose", {x}, {onnx_io::attr_ints("perm", {0, 2, 1, 3, 4})});
     std::string flat_shape = g.int64_const("unshuffle_shape", {batch, cin, hw, hw});
     std::string y = g.node1("Reshape", {x, flat_shape});
     g.output(y, {batch, cin, hw, hw});
@@ -119,14 +119,14 @@ BuiltinKernelSpec se_spec() {
     auto [hw, cin] = hw_cin(c, name, false);
     return std::vector<Shape>{{cin, hw, hw}};
   };
-  spec.body = [name](onnxb::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
     auto [hw, cin] = hw_cin(c, name, false);
     const int64_t mid = std::max<int64_t>(1, cin / 4);
     std::string s = g.node1("GlobalAveragePool", {in.at(0)});
-    s = onnxb::conv2d(g, s, {cin, mid, 1, 1, 1, false});
-    s = onnxb::relu(g, s);
-    s = onnxb::conv2d(g, s, {mid, cin, 1, 1, 1, false});
-    s = g.node1("HardSigmoid", {s}, {onnxb::attr_float("alpha", 1.0f / 6.0f), onnxb::attr_float("beta", 0.5f)});
+    s = onnx_io::conv2d(g, s, {cin, mid, 1, 1, 1, false});
+    s = onnx_io::relu(g, s);
+    s = onnx_io::conv2d(g, s, {mid, cin, 1, 1, 1, false});
+    s = g.node1("HardSigmoid", {s}, {onnx_io::attr_float("alpha", 1.0f / 6.0f), onnx_io::attr_float("beta", 0.5f)});
     std::string y = g.node1("Mul", {in.at(0), s});
     g.output(y, {batch, cin, hw, hw});
   };

@@ -69,48 +69,7 @@ std::optional<ShapeMap> infer_shapes_directly(const onnx::GraphProto& g, const s
 // shape tensors, node inputs); shapes of graph inputs, value_info and outputs. Failure → Error.
 ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& origin);
 
-// Spatial size of an NCHW activation: H for square maps, else round(sqrt(H·W)) so HW² keeps the element
-// count; 1 for [N, C] tensors; for other ranks the product of the dims after the channel.
-int64_t spatial_size(const Shape& s);
-// Channels (dim 1), or the last dim of a rank-1 tensor.
-int64_t channels(const Shape& s);
 Shape nchw_to_nhwc(const Shape& s);
 Shape nhwc_to_nchw(const Shape& s);
-
-}  // namespace nnmeter::prediction
-
-namespace nnmeter::prediction {
-
-// ---- units.cpp: the detection graph and nn-Meter's multi-op units
-
-// One IR node with its normalised type (the rule tester's operator names: conv, dwconv, bn, relu,
-// relu6, fc, globalavgpool, ...; other ops lower-cased: mul, sigmoid, transpose, ...).
-struct DetNode {
-  std::string type;
-  std::vector<int> in;   // producer of each runtime input (repeats kept)
-  std::vector<int> out;  // consumers, each once, ascending
-  const IrNode* ir = nullptr;
-};
-
-std::string canonical_type(const IrNode& node);
-// Nodes indexed like ir.nodes. Unknown inbound names → Error.
-std::vector<DetNode> build_detection_graph(const ModelIr& ir);
-
-// A node, or a multi-op block detected as one (hswish, swish, se, channelshuffle, globalavgpool with its
-// flatten, split from sibling slices). `nodes` ascending; `anchor` is the node a kernel config is read from.
-struct Unit {
-  std::string type;
-  std::vector<int> nodes;
-  int anchor = -1;
-};
-// Every node except placeholders ends up in exactly one unit. Units come in order of their first node.
-std::vector<Unit> form_units(const std::vector<DetNode>& graph);
-
-// ---- kernel_configs.cpp
-
-// Layout/metadata op types: 0 ms by construction.
-bool is_layout_type(const std::string& type);
-// Fills kind, kernel, config, groups, binary and reason of a kernel made of `units` (root first).
-void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const Unit*>& units, DetectedKernel& k);
 
 }  // namespace nnmeter::prediction

@@ -1,33 +1,16 @@
-// nn-Meter's IR json (reference §9.1) and the shape helpers shared by detection: node name →
+// nn-Meter's IR json: node name →
 // {inbounds, outbounds, attr: {name, type, input_shape, output_shape, attr}} with 4-D shapes in NHWC.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <queue>
 #include <unordered_map>
 
+#include "common/graph_order.h"
 #include "prediction/internal.h"
 
 namespace nnmeter {
 
 namespace prediction {
-
-int64_t spatial_size(const Shape& s) {
-  if (s.size() <= 2) return 1;
-  if (s.size() == 4) {
-    if (s[2] == s[3]) return s[2];
-    return std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(s[2]) * static_cast<double>(s[3]))));
-  }
-  int64_t n = 1;
-  for (size_t i = 2; i < s.size(); ++i) n *= s[i];
-  return std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(n))));
-}
-
-int64_t channels(const Shape& s) {
-  if (s.empty()) return 1;
-  return s.size() == 1 ? s[0] : s[1];
-}
 
 Shape nchw_to_nhwc(const Shape& s) {
   if (s.size() != 4) return s;
@@ -100,37 +83,24 @@ IrNode node_from_json(const std::string& name, const Json& j, const std::string&
   return n;
 }
 
-// Kahn's algorithm; ties go to the smaller "order" (what get_ir wrote), then to the name.
+// Ties go to the smaller "order" (what get_ir wrote), then to the name.
 std::vector<size_t> topological_order(const std::vector<IrNode>& nodes, const std::vector<int64_t>& order_hint,
                                       const std::string& origin) {
   std::unordered_map<std::string, size_t> index;
   for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].name] = i;
-  std::vector<size_t> pending(nodes.size(), 0);
-  std::vector<std::vector<size_t>> consumers(nodes.size());
+  std::vector<std::pair<size_t, size_t>> edges;
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const auto& in : nodes[i].inbounds) {
       auto it = index.find(in);
       if (it == index.end()) malformed(origin, nodes[i].name, "reads '" + in + "', which is not a node");
-      consumers[it->second].push_back(i);
-      ++pending[i];
+      edges.emplace_back(it->second, i);
     }
-  auto later = [&](size_t a, size_t b) {
-    if (order_hint[a] != order_hint[b]) return order_hint[a] > order_hint[b];
-    return nodes[a].name > nodes[b].name;
-  };
-  std::priority_queue<size_t, std::vector<size_t>, decltype(later)> ready(later);
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (pending[i] == 0) ready.push(i);
-  std::vector<size_t> order;
-  while (!ready.empty()) {
-    const size_t i = ready.top();
-    ready.pop();
-    order.push_back(i);
-    for (size_t c : consumers[i])
-      if (--pending[c] == 0) ready.push(c);
-  }
-  if (order.size() != nodes.size()) throw Error(origin + " is not an nn-Meter IR: its nodes form a cycle");
-  return order;
+  auto order = nnmeter::topological_order(nodes.size(), edges, [&](size_t a, size_t b) {
+    if (order_hint[a] != order_hint[b]) return order_hint[a] < order_hint[b];
+    return nodes[a].name < nodes[b].name;
+  });
+  if (!order) throw Error(origin + " is not an nn-Meter IR: its nodes form a cycle");
+  return *order;
 }
 
 }  // namespace

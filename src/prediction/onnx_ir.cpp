@@ -7,11 +7,13 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include <algorithm>
+#include <functional>
 #include <string_view>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/graph_order.h"
 #include "prediction/onnx_model.h"
 #include "prediction/internal.h"
 
@@ -474,23 +476,12 @@ std::vector<int> topological_nodes(const onnx::GraphProto& g, const std::string&
     for (int i = 0; i < n; ++i) order.push_back(i);
     return order;
   }
-  std::vector<std::vector<int>> consumers(static_cast<size_t>(n));
-  std::vector<int> pending(static_cast<size_t>(n), 0);
-  each_edge([&](int from, int to) {
-    consumers[static_cast<size_t>(from)].push_back(to);
-    ++pending[static_cast<size_t>(to)];
-  });
-  std::vector<int> ready;
-  for (int i = n - 1; i >= 0; --i)
-    if (pending[static_cast<size_t>(i)] == 0) ready.push_back(i);
-  while (!ready.empty()) {
-    const int i = ready.back();
-    ready.pop_back();
-    order.push_back(i);
-    for (int c : consumers[static_cast<size_t>(i)])
-      if (--pending[static_cast<size_t>(c)] == 0) ready.push_back(c);
-  }
-  if (order.size() != static_cast<size_t>(n)) throw Error(origin + " is not a valid ONNX graph: its nodes form a cycle");
+  // Out of order (ONNX requires the order, some tools break it): the file's order wherever the edges allow.
+  std::vector<std::pair<size_t, size_t>> edges;
+  each_edge([&](int from, int to) { edges.emplace_back(static_cast<size_t>(from), static_cast<size_t>(to)); });
+  const auto sorted_order = topological_order(static_cast<size_t>(n), edges, std::less<size_t>());
+  if (!sorted_order) throw Error(origin + " is not a valid ONNX graph: its nodes form a cycle");
+  for (size_t i : *sorted_order) order.push_back(static_cast<int>(i));
   return order;
 }
 

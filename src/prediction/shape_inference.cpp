@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <numeric>
 #include <span>
 #include <unordered_set>
 
+#include "onnx_io/shape_rules.h"
 #include "prediction/internal.h"
 
 namespace nnmeter::prediction {
@@ -58,16 +58,10 @@ size_t axis_index(int64_t axis, size_t rank) {
   return static_cast<size_t>(axis < 0 ? axis + r : axis);
 }
 
-// numpy broadcasting, as ONNX's multidirectional broadcast.
 Shape broadcast(const Shape& a, const Shape& b) {
-  Shape out(std::max(a.size(), b.size()));
-  for (size_t i = 0; i < out.size(); ++i) {
-    const int64_t da = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
-    const int64_t db = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
-    require(da == db || da == 1 || db == 1);
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
+  auto out = onnx_io::broadcast_shapes(a, b);
+  require(out.has_value());
+  return *out;
 }
 
 // Same-shape ops (activations, normalisation, casts): output 0 has the shape of input 0.
@@ -160,7 +154,7 @@ class Inference {
   void window(const onnx::NodeProto& n, const Shape& in, std::span<const int64_t> kernel, int64_t channels, bool ceil_mode) {
     require(in.size() >= 3 && kernel.size() == in.size() - 2);
     const auto* auto_pad = find_attr(n, "auto_pad");
-    require(!auto_pad || auto_pad->s() == "NOTSET");
+    const std::string pad_mode = auto_pad ? auto_pad->s() : "NOTSET";
     const size_t k = kernel.size();
     const auto strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"), pads = ints_attr(n, "pads");
     require((!strides || strides->size() == k) && (!dilations || dilations->size() == k) && (!pads || pads->size() == 2 * k));
@@ -169,15 +163,11 @@ class Inference {
     Shape out = {in[0], channels};
     for (size_t i = 0; i < k; ++i) {
       const int64_t stride = value(strides, i, 1), dilation = value(dilations, i, 1);
-      require(stride > 0 && dilation > 0 && kernel[i] > 0);
-      const int64_t size = in[i + 2] + value(pads, i, 0) + value(pads, i + k, 0);
-      const int64_t effective_kernel = (kernel[i] - 1) * dilation + 1;
-      require(size >= effective_kernel);
-      // ONNX 1.12 divides in float for ceil mode.
-      const int64_t positions =
-          ceil_mode ? static_cast<int64_t>(std::ceil(static_cast<float>(size - effective_kernel) / static_cast<float>(stride)))
-                    : (size - effective_kernel) / stride;
-      out.push_back(1 + positions);
+      require(dilation > 0 && kernel[i] > 0);
+      const auto w = onnx_io::window_axis(in[i + 2], (kernel[i] - 1) * dilation + 1, stride, value(pads, i, 0),
+                                          value(pads, i + k, 0), pad_mode, ceil_mode);
+      require(w.has_value());
+      out.push_back(w->out);
     }
     set(n, std::move(out));
   }

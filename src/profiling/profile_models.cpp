@@ -8,11 +8,11 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <random>
 #include <set>
 
 #include "common/location.h"
 #include "common/progress.h"
+#include "common/rng.h"
 #include "common/worker_process.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
@@ -141,8 +141,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     for (const auto& job : batches[b].jobs)
       for (int r = 0; r < protocol.repeats; ++r, ++total)
         if (!journals[b]->records().count(Journal::key(job.id, r))) pending.push_back({b, &job, r});
-  std::mt19937_64 rng(options.seed);
-  std::shuffle(pending.begin(), pending.end(), rng);
+  Rng(options.seed).shuffle(pending);
   if (pending.size() < total)
     spdlog::info("{}: {} of {} measurements already done, resuming", options.label, total - pending.size(), total);
 

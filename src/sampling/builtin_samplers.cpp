@@ -9,7 +9,7 @@
 
 #include "kernels/config_check.h"
 #include "sampling/prior_lib.h"
-#include "sampling/random.h"
+#include "common/rng.h"
 
 namespace nnmeter::sampling {
 
@@ -87,7 +87,7 @@ int64_t make_even(int64_t c) { return c % 2 == 0 ? c : c + 1; }
 int64_t make_divisible(int64_t c) {
   int64_t v = std::max<int64_t>(8, (c + 4) / 8 * 8);
   if (10 * v < 9 * c) v += 8;
-  return std::min<int64_t>(v, kcheck::kMaxChannels / 8 * 8);
+  return std::min<int64_t>(v, kernels::check::kMaxChannels / 8 * 8);
 }
 
 // The channel keys of a sampled config (0 marks an absent concat input and stays 0).
@@ -300,11 +300,11 @@ class BuiltinSampler : public ConfigSampler {
 
   // A config value to sample around, within the builtin kernels' limits.
   int64_t key(const KernelConfig& c, const std::string& name, int64_t lo = 1) const {
-    int64_t hi = kcheck::kMaxChannels;
-    if (name == "HW") hi = kcheck::kMaxHw;
-    if (name == "KERNEL_SIZE") hi = kcheck::kMaxKernelSize;
-    if (name == "STRIDES" || name == "POOL_STRIDES") hi = kcheck::kMaxStride;
-    return kcheck::get_int(c, kernel_, name, lo, hi);
+    int64_t hi = kernels::check::kMaxChannels;
+    if (name == "HW") hi = kernels::check::kMaxHw;
+    if (name == "KERNEL_SIZE") hi = kernels::check::kMaxKernelSize;
+    if (name == "STRIDES" || name == "POOL_STRIDES") hi = kernels::check::kMaxStride;
+    return kernels::check::get_int(c, kernel_, name, lo, hi);
   }
 
   // The fine-grained configs around one large-error config: only channel numbers change.

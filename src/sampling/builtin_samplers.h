@@ -12,7 +12,7 @@
 #include <memory>
 
 #include "kernels/builtin.h"
-#include "sampling/random.h"
+#include "common/rng.h"
 
 namespace nnmeter::sampling {
 

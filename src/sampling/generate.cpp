@@ -29,7 +29,7 @@ int batch_size_of(const Json& predictorbuild_config) {
     if (!b.is_number_integer()) throw Error("predictorbuild_config BATCH_SIZE must be an integer, got " + b.dump());
     batch = b.get<int64_t>();
   }
-  kcheck::check_batch(batch);
+  kernels::check::check_batch(batch);
   return static_cast<int>(batch);
 }
 

@@ -92,7 +92,7 @@ PriorTable load_prior_table(const std::string& file, const std::optional<fs::pat
                   "; fix PRIOR_CONFIG_LIB / --prior-config-lib or remove it to use the builtin library");
     return PriorTable::parse(text.str(), path.string(), required);
   }
-  const auto& lib = nnmeter::detail::embedded_prior_config_lib();
+  const auto& lib = sampling::embedded_prior_config_lib();
   auto it = lib.find(file);
   if (it == lib.end()) throw Error("the builtin prior config library has no " + file);
   return PriorTable::parse(it->second, "builtin " + file, required);

@@ -8,14 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "common/rng.h"
 #include "nnmeter/common.h"
-#include "sampling/random.h"
-
-namespace nnmeter::detail {
-const std::map<std::string, std::string>& embedded_prior_config_lib();
-}
 
 namespace nnmeter::sampling {
+
+// Generated at build time (cmake/EmbedPriorLib.cmake): nn-Meter's prior CSVs by file name.
+const std::map<std::string, std::string>& embedded_prior_config_lib();
 
 // One parsed CSV: integer columns by header name, and the `model` column (the CNN a row comes from) when
 // the file has one.

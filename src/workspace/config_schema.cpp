@@ -107,7 +107,7 @@ void warn_likely_typos(const Json& config, const std::vector<ConfigKey>& keys, c
 const std::vector<ConfigKey>& predictorbuild_keys() {
   static const std::vector<ConfigKey> keys = {{"DETAIL", T::Bool},
                                               {"IMPLEMENT", T::Text},
-                                              {"BATCH_SIZE", T::Int, 1, static_cast<double>(kcheck::kMaxBatch)},
+                                              {"BATCH_SIZE", T::Int, 1, static_cast<double>(kernels::check::kMaxBatch)},
                                               {"PRIOR_CONFIG_LIB", T::Text},
                                               {"PRIOR_ROWS", T::Number, 0, 1},
                                               {"PRIOR_ROWS_EXCLUDE", T::NameList},
@@ -124,16 +124,16 @@ const std::vector<ConfigKey>& kernel_setting_keys() {
 }
 
 const std::vector<ConfigKey>& ruletest_keys() {
-  constexpr auto channels = static_cast<double>(kcheck::kMaxChannels);
+  constexpr auto channels = static_cast<double>(kernels::check::kMaxChannels);
   static const std::vector<ConfigKey> keys = {{"DETAIL", T::Bool},
                                               {"IMPLEMENT", T::Text},
-                                              {"HW", T::Int, 1, static_cast<double>(kcheck::kMaxHw)},
+                                              {"HW", T::Int, 1, static_cast<double>(kernels::check::kMaxHw)},
                                               {"CIN", T::Int, 1, channels},
                                               {"SHAPE_1D", T::Int, 1, channels},
                                               {"COUT", T::Int, 1, channels},
-                                              {"KERNEL_SIZE", T::Int, 1, static_cast<double>(kcheck::kMaxKernelSize)},
-                                              {"STRIDES", T::Int, 1, static_cast<double>(kcheck::kMaxStride)},
-                                              {"POOL_STRIDES", T::Int, 1, static_cast<double>(kcheck::kMaxStride)},
+                                              {"KERNEL_SIZE", T::Int, 1, static_cast<double>(kernels::check::kMaxKernelSize)},
+                                              {"STRIDES", T::Int, 1, static_cast<double>(kernels::check::kMaxStride)},
+                                              {"POOL_STRIDES", T::Int, 1, static_cast<double>(kernels::check::kMaxStride)},
                                               {"EMP_ALPHA", T::Number, 0, 100},
                                               {"BASIC_TESTCASES", T::NameList},
                                               {"OTHER_TESTCASES", T::NameList},
@@ -170,9 +170,9 @@ void check_ruletest_config(const Json& config, const std::string& file) {
     return it != config.end() && it->is_number_integer() ? it->get<int64_t>() : 1;
   };
   const int64_t elements = value("CIN") * value("HW") * value("HW");
-  if (elements > kcheck::kMaxTensorElements)
+  if (elements > kernels::check::kMaxTensorElements)
     throw Error(fmt::format("{}: CIN x HW x HW is {} elements, more than the {} a test input may hold: lower CIN or HW",
-                            file, elements, kcheck::kMaxTensorElements));
+                            file, elements, kernels::check::kMaxTensorElements));
 }
 
 }  // namespace nnmeter

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "backends/armnn_runner.h"
-#include "backends/model_zoo.h"
-#include "backends/onnx_builder.h"
+#include "kit/model_zoo.h"
+#include "kit/onnx_builder.h"
 #include "backends/kernel_cases.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "backends/model_zoo.h"
-#include "backends/onnx_builder.h"
+#include "kit/model_zoo.h"
+#include "kit/onnx_builder.h"
 #include "backends/kernel_cases.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"

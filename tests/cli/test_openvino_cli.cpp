@@ -3,7 +3,7 @@
 // profile measures through the protocol, --dry-run prints the command.
 #include <sys/stat.h>
 
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 #include "support/cli_expect.h"
 
 namespace nnmeter::test {

@@ -2,7 +2,7 @@
 // process, each shown, then the label; the protocol's keys are flags and config keys of every backend.
 #include <gtest/gtest.h>
 
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "common/io.h"
 #include "nnmeter/latency.h"
 #include "support/test_support.h"

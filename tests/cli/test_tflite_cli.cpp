@@ -3,7 +3,7 @@
 // (tests/backends/fake_adb.sh), --dry-run prints the commands, check-env and --list-backends show them.
 #include <sys/stat.h>
 
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 #include "nnmeter/kernel.h"
 #include "support/cli_expect.h"
 

@@ -2,7 +2,7 @@
 // console tool converts, runs (TensorProto .pb in and out) and profiles a model; an unsupported op is one line.
 #include <algorithm>
 
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 #include "nnmeter/kernel.h"
 #include "onnx_io/tensor_file.h"
 #include "support/cli_expect.h"

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <set>
 
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "nnmeter/evaluate.h"
 #include "prediction/prediction_fixtures.h"
 

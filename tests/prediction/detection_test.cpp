@@ -1,7 +1,7 @@
 // Kernel detection on small hand-built graphs: pairwise fusion by the root's type, BF chains, MON, the
 // multi-op units of real exports, and the kernel configs the builder's parsers read.
 #include "prediction/onnx_model.h"
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter {

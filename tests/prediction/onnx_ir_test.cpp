@@ -1,7 +1,7 @@
 // ONNX → IR with static shapes (shape inference, constant folding by construction, --input-shape) and
 // nn-Meter's IR json.
 #include "prediction/onnx_model.h"
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter {

@@ -1,6 +1,6 @@
 // nn-meter predict / get_ir through the real binary: nn-Meter's result lines, the breakdown, --json, the IR
 // round trip, and every bad input of issue 6 (one line on stderr, non-zero exit, no partial files).
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter::test {

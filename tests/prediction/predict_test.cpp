@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "prediction/onnx_model.h"
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "nnmeter/registry.h"
 #include "prediction/prediction_fixtures.h"
 

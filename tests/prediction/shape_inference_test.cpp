@@ -1,7 +1,7 @@
 // The project's own shape inference against ONNX's (with data propagation), which it replaces for the ops
 // it knows and falls back to for everything else.
 #include "prediction/onnx_model.h"
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 #include "prediction/internal.h"
 #include "prediction/prediction_fixtures.h"
 
@@ -44,7 +44,7 @@ TEST(ShapeInference, CeilModeAndPaddedPoolingEqualOnnx) {
   expect_same_as_onnx(b.model(), "pools");
 }
 
-TEST(ShapeInference, WhatItDoesNotHandleFallsBackToOnnx) {
+TEST(ShapeInference, AutoPadIsInferredDirectly) {
   Builder b("same_pad");
   b.output(b.conv(b.input("x", {1, 3, 15, 15}), 4, 3, 2));
   onnx::ModelProto m = b.model();
@@ -52,10 +52,22 @@ TEST(ShapeInference, WhatItDoesNotHandleFallsBackToOnnx) {
   for (auto& a : attrs)
     if (a.name() == "pads") a = onnxgen::attr("auto_pad", std::string("SAME_UPPER"));
   const auto order = prediction::topological_nodes(m.graph(), "same_pad");
+  const auto direct = prediction::infer_shapes_directly(m.graph(), order);
+  ASSERT_TRUE(direct.has_value());
+  EXPECT_EQ(direct->at(m.graph().output(0).name()), (Shape{1, 4, 8, 8}));
+  expect_same_as_onnx(m, "same_pad");
+}
+
+TEST(ShapeInference, WhatItDoesNotHandleFallsBackToOnnx) {
+  Builder b("lrn");
+  const auto x = b.input("x", {1, 3, 15, 15});
+  b.output(b.node("LRN", {x}, {1, 3, 15, 15}, {onnxgen::attr("size", int64_t{3})}));
+  const onnx::ModelProto m = b.model();
+  const auto order = prediction::topological_nodes(m.graph(), "lrn");
   EXPECT_FALSE(prediction::infer_shapes_directly(m.graph(), order).has_value());
-  const ModelIr ir = onnx_to_ir(m, "same_pad");
+  const ModelIr ir = onnx_to_ir(m, "lrn");
   ASSERT_EQ(ir.nodes.size(), 2u);
-  EXPECT_EQ(ir.nodes[1].output_shapes[0], (Shape{1, 4, 8, 8}));
+  EXPECT_EQ(ir.nodes[1].output_shapes[0], (Shape{1, 3, 15, 15}));
 }
 
 }  // namespace

@@ -261,7 +261,7 @@ TEST(PriorSampling, AlignedChannelsRoundAShareToMultiplesOfEight) {
     for (const auto& c : aligned)
       for (const auto& [key, value] : c.items())
         if (key == "COUT" || key.rfind("CIN", 0) == 0) {
-          EXPECT_LE(value.get<int64_t>(), kcheck::kMaxChannels);
+          EXPECT_LE(value.get<int64_t>(), kernels::check::kMaxChannels);
         }
   }
   // The rounding of one value: nearest multiple of 8, at least 8, not more than 10 % down.

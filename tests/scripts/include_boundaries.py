@@ -3,7 +3,10 @@
 
 1. each folder under src/ includes private headers only of folders in lower layers (LAYERS, top first, as the
    README draws them), so calls and data flow one way and no two folders depend on each other;
-2. public headers (include/nnmeter/) include only other public headers and no private dependency.
+2. public headers (include/nnmeter/) include only other public headers and no private dependency;
+3. namespaces follow folders: code under src/<folder>/ (and its subfolders) declares its names in `nnmeter`
+   (the public API it implements), `nnmeter::<folder or subfolder>` or, for a file's own small namespace,
+   `nnmeter::<file name>` (common/io.h: nnmeter::io); a third-party namespace only to specialise or declare.
 
 Usage: include_boundaries.py SOURCE_DIR. Prints "ok" and exits 0, or lists every violation and exits 1. It
 first checks itself on a small tree with known violations, so a broken checker cannot pass.
@@ -16,19 +19,56 @@ import tempfile
 LAYERS = [
     ["cli", "worker"],
     ["builder", "evaluate"],
-    ["fusion", "predictor", "workspace"],
+    ["fusion", "regressors", "workspace"],
     ["prediction", "profiling", "sampling", "backends"],
-    ["registry", "kernels", "onnx_io"],
+    ["detection", "registry", "kernels"],
+    ["onnx_io"],
     ["common"],
 ]
 QUOTED = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ANGLED = re.compile(r'^\s*#\s*include\s+<([^>]+)>', re.M)
+FOREIGN_NAMESPACES = {"std", "YAML", "onnx", "nlohmann"}
+NAMESPACE_TOKEN = re.compile(r'namespace\s+([A-Za-z_][\w:]*)?\s*\{|\{|\}')
 PRIVATE_DEPENDENCIES = ("onnx/", "oneapi/", "dnnl", "xgboost/", "yaml-cpp/", "spdlog/", "fmt/", "CLI/", "google/",
                         "flatbuffers/", "armnn")
 
 
 def sources(folder):
     return sorted(p for p in folder.rglob("*") if p.suffix in (".h", ".cpp", ".hpp"))
+
+
+def code_only(text):
+    """The text without comments and literals, so that only real braces count."""
+    text = re.sub(r'//[^\n]*', '', text)
+    text = re.sub(r'/\*.*?\*/', '', text, flags=re.S)
+    text = re.sub(r'R"(\w*)\((.*?)\)\1"', '""', text, flags=re.S)
+    text = re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+    return re.sub(r"'(\\.|[^'\\\n])*'", "''", text)
+
+
+def namespace_violations(src, path):
+    allowed = set(path.relative_to(src).parts[:-1]) | {path.stem}
+    stack, out = [], []
+    for m in NAMESPACE_TOKEN.finditer(code_only(path.read_text(errors="replace"))):
+        token = m.group(0)
+        if token == "}":
+            if stack:
+                stack.pop()
+            continue
+        if token == "{":
+            stack.append([])
+            continue
+        stack.append(m.group(1).split("::") if m.group(1) else [])
+        if not m.group(1):
+            continue
+        full = [name for names in stack for name in names]
+        if full[0] in FOREIGN_NAMESPACES:
+            continue
+        if full[0] != "nnmeter" or (len(full) > 1 and full[1] not in allowed):
+            out.append(f"{path.relative_to(src.parent)} declares namespace {'::'.join(full)}: code under "
+                       f"src/{'/'.join(path.relative_to(src).parts[:-1])}/ belongs in nnmeter or "
+                       f"nnmeter::{{{', '.join(sorted(allowed))}}}")
+    return out
 
 
 def violations(root, layers):
@@ -42,6 +82,7 @@ def violations(root, layers):
             out.append(f"src/{folder}/ is in no layer: add it to LAYERS here and to the README's Architecture drawing")
             continue
         for path in sources(src / folder):
+            out.extend(namespace_violations(src, path))
             for inc in QUOTED.findall(path.read_text(errors="replace")):
                 other = inc.split("/", 1)[0]
                 if "/" not in inc or other == folder or other not in folders:
@@ -63,13 +104,18 @@ def violations(root, layers):
 def self_test():
     with tempfile.TemporaryDirectory() as tmp:
         root = pathlib.Path(tmp)
-        for rel, text in {"src/top/x.cpp": '#include "low/y.h"\n', "src/low/y.h": '#include "top/x.h"\n',
+        for rel, text in {"src/top/x.cpp": '#include "low/y.h"\nnamespace nnmeter::top {\nnamespace {}\n}\n',
+                          "src/low/y.h": '#include "top/x.h"\nnamespace nnmeter {\nnamespace mid {\n}\n}\n'
+                                         'namespace std { template <> struct hash<int>; }\n',
+                          "src/low/sub/io.cpp": 'namespace nnmeter::sub { namespace io { void f() { if (1) {} } } }\n'
+                                                '// namespace nnmeter::wrong {\nconst char* s = "namespace x {";\n',
                           "src/mid/z.cpp": '#include "mid2/w.h"\n', "src/mid2/w.h": "", "src/stray/s.cpp": "",
                           "include/nnmeter/p.h": '#include "low/y.h"\n#include <onnx/onnx_pb.h>\n'}.items():
             (root / rel).parent.mkdir(parents=True, exist_ok=True)
             (root / rel).write_text(text)
         found = violations(root, [["top"], ["mid", "mid2"], ["low"]])
         expected = ['src/low/y.h includes "top/x.h"', 'src/mid/z.cpp includes "mid2/w.h"', "src/stray/ is in no layer",
+                    "src/low/y.h declares namespace nnmeter::mid",
                     'includes the private header "low/y.h"', "includes the private dependency <onnx/onnx_pb.h>"]
         missing = [e for e in expected if not any(e in v for v in found)]
         if missing or len(found) != len(expected):

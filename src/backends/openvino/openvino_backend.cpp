@@ -6,10 +6,10 @@
 
 #include <sstream>
 
-#include "backends/onnx_builder.h"
 #include "backends/openvino/benchmark_app_output.h"
 #include "common/io.h"
 #include "common/subprocess.h"
+#include "onnx_io/builder.h"
 
 namespace nnmeter::openvino {
 
@@ -48,9 +48,9 @@ class OpenvinoBackend : public Backend {
     const fs::path dir = fs::temp_directory_path() / fmt::format("nn-meter-{}-probe-{}", name(), ::getpid());
     fs::create_directories(dir);
     const fs::path model = dir / "probe.onnx";
-    onnxgen::Builder b("probe");
-    b.output(b.relu(b.input("x", {1, 4, 8, 8})));
-    b.save(model);
+    onnx_io::GraphBuilder g("probe", 0);
+    g.output(onnx_io::relu(g, g.input({1, 4, 8, 8})), {1, 4, 8, 8});
+    io::write_file_atomic(model, g.finish_serialized());
     Json probe = config_;
     probe["NUM_RUNS"] = 1;
     CommandResult r;

@@ -10,6 +10,7 @@
 
 #include "backends/onednn/graph.h"
 #include "common/io.h"
+#include "onnx_io/shape_rules.h"
 #include "tflite_schema_generated.h"
 
 namespace nnmeter::tflite {
@@ -274,13 +275,13 @@ class Exporter {
     bool same = true, valid = true;
     for (size_t i = 0; i < 2; ++i) {
       const int64_t x = in.shape[i + 2], s = strides[i], ext = (kernel[i] - 1) * dilations[i] + 1;
-      const int64_t out_same = (x + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out_same - 1) * s + ext - x);
-      if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") pads[i] = total / 2, pads[i + 2] = total - total / 2;
-      if (auto_pad == "SAME_LOWER") pads[i] = total - total / 2, pads[i + 2] = total / 2;
-      if (auto_pad == "VALID") pads[i] = pads[i + 2] = 0;
-      same &= out_hw[i] == out_same && pads[i] == total / 2 && pads[i + 2] == total - total / 2;
-      valid &= out_hw[i] == (x - ext) / s + 1 && pads[i] == 0 && pads[i + 2] == 0;
+      // TFLite's SAME is ONNX's SAME_UPPER; the output size was checked before, so the windows exist.
+      const auto tf_same = onnx_io::window_axis(x, ext, s, 0, 0, "SAME_UPPER");
+      const auto tf_valid = onnx_io::window_axis(x, ext, s, 0, 0, "VALID");
+      if (auto_pad != "NOTSET")
+        if (const auto w = onnx_io::window_axis(x, ext, s, pads[i], pads[i + 2], auto_pad)) pads[i] = w->pad_begin, pads[i + 2] = w->pad_end;
+      same &= tf_same && out_hw[i] == tf_same->out && pads[i] == tf_same->pad_begin && pads[i + 2] == tf_same->pad_end;
+      valid &= tf_valid && out_hw[i] == tf_valid->out && pads[i] == 0 && pads[i + 2] == 0;
       // The padding VALID needs for ONNX's output size (ceil_mode adds trailing rows).
       pads[i + 2] = (out_hw[i] - 1) * s + ext - x - pads[i];
     }

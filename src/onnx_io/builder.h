@@ -1,7 +1,8 @@
-// A small builder for ONNX graphs (opset 13, float32, NCHW) shared by the builtin kernels and usable by
-// any module that needs to emit a model (fusion test cases, operators). It keeps tensor names unique,
-// stores weights as raw_data initializers, and records the output shapes the caller computed so the
-// serialized model is self-describing.
+// The one ONNX emitter of the project (float32, NCHW, opset 13 unless asked otherwise): the builtin kernels,
+// the rule tester's operators and test cases, the backends' probe models and the test kit's model zoo all
+// write their graphs through it. It keeps tensor names unique, stores weights as raw_data initializers drawn
+// from a seeded generator (so model bytes depend only on the seed), and records the output shapes the
+// caller computed so the serialized model is self-describing.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -10,38 +11,14 @@
 #include <string>
 #include <vector>
 
+#include "common/rng.h"
 #include "nnmeter/common.h"
 
-namespace nnmeter::onnxb {
+namespace nnmeter::onnx_io {
 
 inline constexpr int kOpset = 13;
 
-// splitmix64: tiny, fast and identical on every platform, so weights (and therefore model bytes) depend
-// only on the seed.
-class WeightRng {
- public:
-  explicit WeightRng(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [lo, hi).
-  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>((next() >> 40) * 0x1.0p-24); }
-
- private:
-  uint64_t state_;
-};
-
-struct Attr {
-  std::string name;
-  enum class Kind { Int, Float, Ints, String } kind;
-  int64_t i = 0;
-  float f = 0;
-  std::vector<int64_t> ints;
-  std::string s;
-};
+using Attr = onnx::AttributeProto;
 Attr attr_int(std::string name, int64_t v);
 Attr attr_float(std::string name, float v);
 Attr attr_ints(std::string name, std::vector<int64_t> v);
@@ -49,10 +26,12 @@ Attr attr_string(std::string name, std::string v);
 
 class GraphBuilder {
  public:
-  GraphBuilder(std::string graph_name, uint64_t weight_seed);
+  GraphBuilder(std::string graph_name, uint64_t weight_seed, int64_t opset = kOpset);
 
-  // A graph input of float32 with a fixed shape; returns its name.
+  // A graph input of float32 with a fixed shape; returns its name ("input", "input_1", … as nn-Meter's
+  // torch export names them, or `name`).
   std::string input(const Shape& shape);
+  std::string input(const std::string& name, const Shape& shape);
   // A float32 initializer filled uniformly in [lo, hi).
   std::string random_weight(const std::string& hint, const Shape& shape, float lo, float hi);
   // He-uniform conv/gemm weights, so activations stay in a sane range through a chain of kernels.
@@ -72,12 +51,14 @@ class GraphBuilder {
   // Moves the graph into a ModelProto (IR of this ONNX, opset 13). The builder is spent afterwards.
   onnx::ModelProto finish();
   std::string finish_serialized();
+  // The model so far.
+  const onnx::ModelProto& model() const { return model_; }
 
  private:
   std::string fresh(const std::string& hint);
   onnx::ModelProto model_;
   onnx::GraphProto* graph_;
-  WeightRng rng_;
+  SplitMix64 rng_;
   int counter_ = 0;
   int inputs_ = 0;
 };
@@ -98,4 +79,4 @@ std::string relu6(GraphBuilder& g, const std::string& x);
 std::string hswish(GraphBuilder& g, const std::string& x);
 std::string swish(GraphBuilder& g, const std::string& x);
 
-}  // namespace nnmeter::onnxb
+}  // namespace nnmeter::onnx_io

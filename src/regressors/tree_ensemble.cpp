@@ -1,4 +1,4 @@
-#include "predictor/tree_ensemble.h"
+#include "regressors/tree_ensemble.h"
 
 #include <algorithm>
 #include <charconv>

@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "nnmeter/predictor.h"
-#include "sampling/random.h"
+#include "common/rng.h"
 
 namespace nnmeter {
 
@@ -64,7 +64,7 @@ SplitIndices train_test_split(size_t n, double test_size, uint64_t seed) {
   n_test = std::min(n_test, n - 1);
   std::vector<size_t> order(n);
   std::iota(order.begin(), order.end(), size_t{0});
-  sampling::Rng rng(seed);
+  Rng rng(seed);
   rng.shuffle(order);
   SplitIndices s;
   s.test.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(n_test));

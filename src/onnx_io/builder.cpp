@@ -1,4 +1,6 @@
-#include "kernels/onnx_builder.h"
+#include "onnx_io/builder.h"
+
+#include "onnx_io/shape_rules.h"
 
 #include <onnx/common/constants.h>
 
@@ -6,14 +8,39 @@
 #include <algorithm>
 #include <cstring>
 
-namespace nnmeter::onnxb {
+namespace nnmeter::onnx_io {
 
-Attr attr_int(std::string name, int64_t v) { return {std::move(name), Attr::Kind::Int, v, 0, {}, {}}; }
-Attr attr_float(std::string name, float v) { return {std::move(name), Attr::Kind::Float, 0, v, {}, {}}; }
-Attr attr_ints(std::string name, std::vector<int64_t> v) {
-  return {std::move(name), Attr::Kind::Ints, 0, 0, std::move(v), {}};
+Attr attr_int(std::string name, int64_t v) {
+  Attr a;
+  a.set_name(std::move(name));
+  a.set_type(onnx::AttributeProto::INT);
+  a.set_i(v);
+  return a;
 }
-Attr attr_string(std::string name, std::string v) { return {std::move(name), Attr::Kind::String, 0, 0, {}, std::move(v)}; }
+
+Attr attr_float(std::string name, float v) {
+  Attr a;
+  a.set_name(std::move(name));
+  a.set_type(onnx::AttributeProto::FLOAT);
+  a.set_f(v);
+  return a;
+}
+
+Attr attr_ints(std::string name, std::vector<int64_t> v) {
+  Attr a;
+  a.set_name(std::move(name));
+  a.set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a.add_ints(x);
+  return a;
+}
+
+Attr attr_string(std::string name, std::string v) {
+  Attr a;
+  a.set_name(std::move(name));
+  a.set_type(onnx::AttributeProto::STRING);
+  a.set_s(std::move(v));
+  return a;
+}
 
 namespace {
 
@@ -43,14 +70,14 @@ constexpr size_t kRun = 4096;
 const std::vector<float>& uniform_table() {
   static const std::vector<float> table = [] {
     std::vector<float> t(kTableSize + kRun);
-    WeightRng rng(0x6E6E4D6574657221ULL);
+    SplitMix64 rng(0x6E6E4D6574657221ULL);
     for (float& v : t) v = rng.uniform(0.0f, 1.0f);
     return t;
   }();
   return table;
 }
 
-void fill_uniform(float* out, size_t n, float lo, float hi, WeightRng& rng) {
+void fill_uniform(float* out, size_t n, float lo, float hi, SplitMix64& rng) {
   const float span = hi - lo;
   if (n < 4 * kRun) {
     for (size_t i = 0; i < n; ++i) out[i] = rng.uniform(lo, hi);
@@ -66,12 +93,12 @@ void fill_uniform(float* out, size_t n, float lo, float hi, WeightRng& rng) {
 
 }  // namespace
 
-GraphBuilder::GraphBuilder(std::string graph_name, uint64_t weight_seed) : rng_(weight_seed) {
+GraphBuilder::GraphBuilder(std::string graph_name, uint64_t weight_seed, int64_t opset_version) : rng_(weight_seed) {
   model_.set_ir_version(onnx::IR_VERSION);
   model_.set_producer_name("nn-meter");
   auto* opset = model_.add_opset_import();
   opset->set_domain("");
-  opset->set_version(kOpset);
+  opset->set_version(opset_version);
   graph_ = model_.mutable_graph();
   graph_->set_name(std::move(graph_name));
 }
@@ -80,10 +107,14 @@ std::string GraphBuilder::fresh(const std::string& hint) { return hint + "_" + s
 
 std::string GraphBuilder::input(const Shape& shape) {
   // nn-Meter's torch export names a single input "input"; further inputs get a suffix.
-  std::string name = inputs_ == 0 ? "input" : "input_" + std::to_string(inputs_);
+  return input(inputs_ == 0 ? "input" : "input_" + std::to_string(inputs_), shape);
+}
+
+std::string GraphBuilder::input(const std::string& name, const Shape& shape) {
   ++inputs_;
-  set_shape(graph_->add_input(), shape);
-  graph_->mutable_input(graph_->input_size() - 1)->set_name(name);
+  auto* vi = graph_->add_input();
+  set_shape(vi, shape);
+  vi->set_name(name);
   return name;
 }
 
@@ -137,28 +168,7 @@ std::vector<std::string> GraphBuilder::node(const std::string& op, const std::ve
     outs.push_back(fresh(op + "_out"));
     n->add_output(outs.back());
   }
-  for (const auto& a : attrs) {
-    auto* p = n->add_attribute();
-    p->set_name(a.name);
-    switch (a.kind) {
-      case Attr::Kind::Int:
-        p->set_type(onnx::AttributeProto::INT);
-        p->set_i(a.i);
-        break;
-      case Attr::Kind::Float:
-        p->set_type(onnx::AttributeProto::FLOAT);
-        p->set_f(a.f);
-        break;
-      case Attr::Kind::Ints:
-        p->set_type(onnx::AttributeProto::INTS);
-        for (int64_t v : a.ints) p->add_ints(v);
-        break;
-      case Attr::Kind::String:
-        p->set_type(onnx::AttributeProto::STRING);
-        p->set_s(a.s);
-        break;
-    }
-  }
+  for (const auto& a : attrs) *n->add_attribute() = a;
   return outs;
 }
 
@@ -177,10 +187,9 @@ std::string GraphBuilder::finish_serialized() {
 }
 
 std::vector<int64_t> same_pads(int64_t hw, int64_t kernel, int64_t stride) {
-  const int64_t out = same_out(hw, stride);
-  const int64_t total = std::max<int64_t>((out - 1) * stride + kernel - hw, 0);
-  const int64_t begin = total / 2;
-  return {begin, begin, total - begin, total - begin};
+  const auto w = window_axis(hw, kernel, stride, 0, 0, "SAME_UPPER");
+  if (!w) throw Error("same_pads: hw, kernel and stride must be positive");
+  return {w->pad_begin, w->pad_begin, w->pad_end, w->pad_end};
 }
 
 int64_t same_out(int64_t hw, int64_t stride) { return (hw + stride - 1) / stride; }
@@ -223,4 +232,4 @@ std::string swish(GraphBuilder& g, const std::string& x) {
   return g.node1("Mul", {x, gate});
 }
 
-}  // namespace nnmeter::onnxb
+}  // namespace nnmeter::onnx_io

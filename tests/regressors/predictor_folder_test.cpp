@@ -3,7 +3,7 @@
 
 #include "common/io.h"
 #include "nnmeter/registry.h"
-#include "predictor/synthetic_conv.h"
+#include "regressors/synthetic_conv.h"
 #include "support/test_support.h"
 
 namespace nnmeter {

@@ -14,8 +14,8 @@
 
 #include "common/io.h"
 #include "nnmeter/predictor.h"
-#include "predictor/power_law.h"
-#include "predictor/tree_ensemble.h"
+#include "regressors/power_law.h"
+#include "regressors/tree_ensemble.h"
 
 namespace nnmeter {
 

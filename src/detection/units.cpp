@@ -7,12 +7,13 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <memory_resource>
 #include <string_view>
 #include <unordered_map>
 
-#include "prediction/internal.h"
+#include "detection/internal.h"
 
-namespace nnmeter::prediction {
+namespace nnmeter::detection {
 
 namespace {
 
@@ -330,4 +331,4 @@ class UnitFinder {
 
 std::vector<Unit> form_units(const std::vector<DetNode>& graph) { return UnitFinder(graph).run(); }
 
-}  // namespace nnmeter::prediction
+}  // namespace nnmeter::detection

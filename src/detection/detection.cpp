@@ -6,16 +6,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <queue>
+#include <functional>
 
-#include "prediction/internal.h"
+#include "common/graph_order.h"
+#include "detection/internal.h"
 
 namespace nnmeter {
 
 namespace {
 
-using prediction::DetNode;
-using prediction::Unit;
+using detection::DetNode;
+using detection::Unit;
 
 // The graph of units: edges between units, a topological order, per unit its consumers in that order.
 struct UnitGraph {
@@ -32,7 +33,7 @@ UnitGraph build_unit_graph(const std::vector<DetNode>& g, std::vector<Unit> unit
   for (size_t u = 0; u < n; ++u)
     for (int node : units[u].nodes) unit_of[static_cast<size_t>(node)] = static_cast<int>(u);
   ug.consumers.assign(n, {});
-  std::vector<int> pending(n, 0);
+  std::vector<std::pair<size_t, size_t>> edges;
   for (size_t u = 0; u < n; ++u)
     for (int node : units[u].nodes)
       for (int c : g[static_cast<size_t>(node)].out) {
@@ -41,21 +42,13 @@ UnitGraph build_unit_graph(const std::vector<DetNode>& g, std::vector<Unit> unit
         auto& cs = ug.consumers[u];
         if (std::find(cs.begin(), cs.end(), cu) == cs.end()) {
           cs.push_back(cu);
-          ++pending[static_cast<size_t>(cu)];
+          edges.emplace_back(u, static_cast<size_t>(cu));
         }
       }
-  // Kahn's algorithm, ties to the unit whose first node comes first (units are sorted that way).
-  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
-  for (size_t u = 0; u < n; ++u)
-    if (pending[u] == 0) ready.push(static_cast<int>(u));
-  while (!ready.empty()) {
-    const int u = ready.top();
-    ready.pop();
-    ug.order.push_back(u);
-    for (int c : ug.consumers[static_cast<size_t>(u)])
-      if (--pending[static_cast<size_t>(c)] == 0) ready.push(c);
-  }
-  if (ug.order.size() != n) throw Error("kernel detection: the detected blocks form a cycle (please report this model)");
+  // Ties to the unit whose first node comes first (units are sorted that way).
+  const auto order = topological_order(n, edges, std::less<size_t>());
+  if (!order) throw Error("kernel detection: the detected blocks form a cycle (please report this model)");
+  for (size_t u : *order) ug.order.push_back(static_cast<int>(u));
   ug.pos.assign(n, 0);
   for (size_t i = 0; i < n; ++i) ug.pos[static_cast<size_t>(ug.order[i])] = static_cast<int>(i);
   for (auto& cs : ug.consumers)
@@ -143,8 +136,8 @@ int find_root(const std::vector<int>& root, int u) {
 namespace {
 
 std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) {
-  const std::vector<DetNode> g = prediction::build_detection_graph(ir);
-  const UnitGraph ug = build_unit_graph(g, prediction::form_units(g));
+  const std::vector<DetNode> g = detection::build_detection_graph(ir);
+  const UnitGraph ug = build_unit_graph(g, detection::form_units(g));
   const std::vector<int> root = Fuser(ug, rules).run();
 
   // Members of each root in topological order.
@@ -164,7 +157,7 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
     std::sort(nodes.begin(), nodes.end());
     for (int node : nodes) k.nodes.push_back(ir.nodes[static_cast<size_t>(node)].name);
     k.name = k.op + "#" + std::to_string(kernels.size());
-    prediction::describe_kernel(g, m, k);
+    detection::describe_kernel(g, m, k);
     kernels.push_back(std::move(k));
   }
   return kernels;

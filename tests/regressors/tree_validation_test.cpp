@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/io.h"
-#include "predictor/synthetic_conv.h"
+#include "regressors/synthetic_conv.h"
 #include "support/test_support.h"
 
 namespace nnmeter {

@@ -1,4 +1,4 @@
-#include "predictor/power_law.h"
+#include "regressors/power_law.h"
 
 #include <algorithm>
 #include <cmath>

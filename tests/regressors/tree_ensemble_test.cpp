@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "common/io.h"
-#include "predictor/power_law.h"
-#include "predictor/synthetic_conv.h"
+#include "regressors/power_law.h"
+#include "regressors/synthetic_conv.h"
 #include "support/test_support.h"
 
 namespace nnmeter {

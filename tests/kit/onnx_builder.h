@@ -1,14 +1,15 @@
-// Builds ONNX models the way the PyTorch exporter writes them (opset 13, eval mode, initializers with
-// fixed-seed random weights), tracking shapes and FLOPs as it goes. Used by the model zoo, the
-// onednn_cpu tests and the benchmarks.
+// The test kit's model builder: layers the way the PyTorch exporter writes them (opset 13, eval mode,
+// fixed-seed random weights), with the shape of every tensor and the FLOPs tracked as it goes. It emits
+// through the library's one ONNX emitter (onnx_io::GraphBuilder). Used by the model zoo, the tests and the
+// benchmarks; not part of libnnmeter.
 #pragma once
 
 #include <onnx/onnx_pb.h>
 
 #include <map>
-#include <random>
 
 #include "nnmeter/common.h"
+#include "onnx_io/builder.h"
 
 namespace nnmeter::onnxgen {
 
@@ -64,20 +65,20 @@ class Builder {
   void save(const fs::path& path) const;
 
  private:
-  std::string fresh(const std::string& base);
-  onnx::NodeProto* add_node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output);
-
-  onnx::ModelProto model_;
+  onnx_io::GraphBuilder g_;
   std::map<std::string, Shape> shapes_;
-  std::mt19937 rng_;
-  int counter_ = 0;
   double flops_ = 0;
   double width_ = 1.0;
 };
 
-onnx::AttributeProto attr(const std::string& name, int64_t value);
-onnx::AttributeProto attr(const std::string& name, float value);
-onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values);
-onnx::AttributeProto attr(const std::string& name, const std::string& value);
+// Overloaded short forms of onnx_io's attr_int/attr_float/attr_ints/attr_string for hand-built graphs.
+inline onnx::AttributeProto attr(const std::string& name, int64_t value) { return onnx_io::attr_int(name, value); }
+inline onnx::AttributeProto attr(const std::string& name, float value) { return onnx_io::attr_float(name, value); }
+inline onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values) {
+  return onnx_io::attr_ints(name, values);
+}
+inline onnx::AttributeProto attr(const std::string& name, const std::string& value) {
+  return onnx_io::attr_string(name, value);
+}
 
 }  // namespace nnmeter::onnxgen

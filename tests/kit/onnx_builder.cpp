@@ -1,4 +1,4 @@
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 
 #include <fmt/format.h>
 
@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "common/io.h"
+#include "onnx_io/shape_rules.h"
 
 namespace nnmeter::onnxgen {
 
@@ -13,65 +14,13 @@ namespace {
 
 int64_t count(const Shape& s) { return std::accumulate(s.begin(), s.end(), int64_t{1}, std::multiplies<>()); }
 
-onnx::TensorProto float_tensor(const std::string& name, const Shape& shape, const std::vector<float>& values) {
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::FLOAT);
-  for (auto d : shape) t.add_dims(d);
-  t.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float)));
-  return t;
-}
-
-void set_value_info(onnx::ValueInfoProto* v, const std::string& name, const Shape* shape) {
-  v->set_name(name);
-  auto* tt = v->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  if (shape) {
-    auto* s = tt->mutable_shape();
-    for (auto d : *shape) s->add_dim()->set_dim_value(d);
-  }
-}
-
 int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil) {
-  const int64_t span = in + 2 * p - ((k - 1) * d + 1);
-  int64_t o = (ceil ? (span + s - 1) / s : span / s) + 1;
-  if (ceil && (o - 1) * s >= in + p) --o;
-  return o;
+  const auto w = onnx_io::window_axis(in, (k - 1) * d + 1, s, p, p, "NOTSET", ceil);
+  if (!w) throw Error(fmt::format("onnx builder: a window of {} (stride {}, pad {}) does not fit an input of {}", k, s, p, in));
+  return w->out;
 }
 
 }  // namespace
-
-onnx::AttributeProto attr(const std::string& name, int64_t value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INT);
-  a.set_i(value);
-  return a;
-}
-
-onnx::AttributeProto attr(const std::string& name, float value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::FLOAT);
-  a.set_f(value);
-  return a;
-}
-
-onnx::AttributeProto attr(const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::INTS);
-  for (auto v : values) a.add_ints(v);
-  return a;
-}
-
-onnx::AttributeProto attr(const std::string& name, const std::string& value) {
-  onnx::AttributeProto a;
-  a.set_name(name);
-  a.set_type(onnx::AttributeProto::STRING);
-  a.set_s(value);
-  return a;
-}
 
 int64_t Builder::scaled(int64_t channels) const {
   if (width_ == 1.0) return channels;
@@ -81,16 +30,7 @@ int64_t Builder::scaled(int64_t channels) const {
   return n;
 }
 
-Builder::Builder(std::string name, int64_t opset, uint32_t seed) : rng_(seed) {
-  model_.set_ir_version(7);
-  model_.set_producer_name("nn-meter");
-  auto* op = model_.add_opset_import();
-  op->set_domain("");
-  op->set_version(opset);
-  model_.mutable_graph()->set_name(std::move(name));
-}
-
-std::string Builder::fresh(const std::string& base) { return fmt::format("{}_{}", base, counter_++); }
+Builder::Builder(std::string name, int64_t opset, uint32_t seed) : g_(std::move(name), seed, opset) {}
 
 const Shape& Builder::shape(const std::string& value) const {
   const auto it = shapes_.find(value);
@@ -98,56 +38,38 @@ const Shape& Builder::shape(const std::string& value) const {
   return it->second;
 }
 
-onnx::NodeProto* Builder::add_node(const std::string& op, const std::vector<std::string>& inputs, const std::string& output) {
-  auto* n = model_.mutable_graph()->add_node();
-  n->set_op_type(op);
-  n->set_name(output);
-  for (const auto& i : inputs) n->add_input(i);
-  n->add_output(output);
-  return n;
-}
-
 std::string Builder::input(const std::string& name, const Shape& shape) {
-  set_value_info(model_.mutable_graph()->add_input(), name, &shape);
   shapes_[name] = shape;
-  return name;
+  return g_.input(name, shape);
 }
 
-void Builder::output(const std::string& value) { set_value_info(model_.mutable_graph()->add_output(), value, &shape(value)); }
+void Builder::output(const std::string& value) { g_.output(value, shape(value)); }
 
 std::string Builder::node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
                           const std::vector<onnx::AttributeProto>& attrs) {
-  const std::string out = fresh(op);
-  auto* n = add_node(op, inputs, out);
-  for (const auto& a : attrs) *n->add_attribute() = a;
+  const std::string out = g_.node1(op, inputs, attrs);
   shapes_[out] = out_shape;
   return out;
 }
 
 std::string Builder::constant_ints(const std::vector<int64_t>& values) {
-  const std::string name = fresh("const");
-  onnx::TensorProto t;
-  t.set_name(name);
-  t.set_data_type(onnx::TensorProto::INT64);
-  t.add_dims(static_cast<int64_t>(values.size()));
-  for (auto v : values) t.add_int64_data(v);
-  *model_.mutable_graph()->add_initializer() = t;
+  const std::string name = g_.int64_const("const", values);
   shapes_[name] = {static_cast<int64_t>(values.size())};
   return name;
 }
 
 std::string Builder::constant_floats(const Shape& shape, const std::vector<float>& values) {
-  const std::string name = fresh("const");
-  *model_.mutable_graph()->add_initializer() = float_tensor(name, shape, values);
+  const std::string name = g_.float_const("const", shape, values);
   shapes_[name] = shape;
   return name;
 }
 
+// Uniform with standard deviation `scale` (the weights only need a sane range, not a distribution).
 std::string Builder::random_weights(const Shape& shape, float scale) {
-  std::normal_distribution<float> dist(0.f, scale);
-  std::vector<float> v(static_cast<size_t>(count(shape)));
-  for (auto& x : v) x = dist(rng_);
-  return constant_floats(shape, v);
+  const float a = scale * std::sqrt(3.f);
+  const std::string name = g_.random_weight("weight", shape, -a, a);
+  shapes_[name] = shape;
+  return name;
 }
 
 std::string Builder::conv(const std::string& x, int64_t cout, int64_t k, int64_t stride, int64_t pad, int64_t group,
@@ -168,12 +90,14 @@ std::string Builder::conv(const std::string& x, int64_t cout, int64_t k, int64_t
 
 std::string Builder::batchnorm(const std::string& x) {
   const int64_t c = shape(x)[1];
-  std::uniform_real_distribution<float> pos(0.5f, 1.5f), small(-0.1f, 0.1f);
-  std::vector<float> gamma(static_cast<size_t>(c)), beta(gamma.size()), mean(gamma.size()), var(gamma.size());
-  for (size_t i = 0; i < gamma.size(); ++i) gamma[i] = pos(rng_), beta[i] = small(rng_), mean[i] = small(rng_), var[i] = pos(rng_);
-  return node("BatchNormalization",
-              {x, constant_floats({c}, gamma), constant_floats({c}, beta), constant_floats({c}, mean), constant_floats({c}, var)},
-              shape(x), {attr("epsilon", 1e-5f), attr("momentum", 0.9f)});
+  auto param = [&](const char* name, float lo, float hi) {
+    const std::string p = g_.random_weight(name, {c}, lo, hi);
+    shapes_[p] = {c};
+    return p;
+  };
+  const std::string gamma = param("bn_scale", 0.5f, 1.5f), beta = param("bn_bias", -0.1f, 0.1f);
+  const std::string mean = param("bn_mean", -0.1f, 0.1f), var = param("bn_var", 0.5f, 1.5f);
+  return node("BatchNormalization", {x, gamma, beta, mean, var}, shape(x), {attr("epsilon", 1e-5f), attr("momentum", 0.9f)});
 }
 
 std::string Builder::relu(const std::string& x) { return node("Relu", {x}, shape(x)); }
@@ -250,16 +174,11 @@ std::string Builder::concat(const std::vector<std::string>& xs, int64_t axis) {
 }
 
 std::vector<std::string> Builder::split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis) {
-  auto* n = add_node("Split", {x, constant_ints(sizes)}, fresh("split"));
-  n->clear_output();
-  *n->add_attribute() = attr("axis", axis);
-  std::vector<std::string> outs;
-  for (auto sz : sizes) {
+  const auto outs = g_.node("Split", {x, constant_ints(sizes)}, {attr("axis", axis)}, static_cast<int>(sizes.size()));
+  for (size_t i = 0; i < outs.size(); ++i) {
     Shape s = shape(x);
-    s[static_cast<size_t>(axis)] = sz;
-    outs.push_back(fresh("split_out"));
-    n->add_output(outs.back());
-    shapes_[outs.back()] = s;
+    s[static_cast<size_t>(axis)] = sizes[i];
+    shapes_[outs[i]] = s;
   }
   return outs;
 }
@@ -286,8 +205,8 @@ std::string Builder::softmax(const std::string& x, int64_t axis) {
   return node("Softmax", {x}, shape(x), {attr("axis", axis)});
 }
 
-onnx::ModelProto Builder::model() const { return model_; }
+onnx::ModelProto Builder::model() const { return g_.model(); }
 
-void Builder::save(const fs::path& path) const { io::write_file_atomic(path, model_.SerializeAsString()); }
+void Builder::save(const fs::path& path) const { io::write_file_atomic(path, g_.model().SerializeAsString()); }
 
 }  // namespace nnmeter::onnxgen

@@ -1,11 +1,11 @@
-#include "backends/model_zoo.h"
+#include "kit/model_zoo.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <functional>
 
-#include "backends/onnx_builder.h"
+#include "kit/onnx_builder.h"
 
 namespace nnmeter::zoo {
 

@@ -10,9 +10,25 @@
 #include <cmath>
 #include <set>
 
-#include "prediction/internal.h"
+#include "detection/internal.h"
 
-namespace nnmeter::prediction {
+namespace nnmeter::detection {
+
+int64_t spatial_size(const Shape& s) {
+  if (s.size() <= 2) return 1;
+  if (s.size() == 4) {
+    if (s[2] == s[3]) return s[2];
+    return std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(s[2]) * static_cast<double>(s[3]))));
+  }
+  int64_t n = 1;
+  for (size_t i = 2; i < s.size(); ++i) n *= s[i];
+  return std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(n))));
+}
+
+int64_t channels(const Shape& s) {
+  if (s.empty()) return 1;
+  return s.size() == 1 ? s[0] : s[1];
+}
 
 namespace {
 
@@ -183,7 +199,7 @@ void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const 
     if (value.get<int64_t>() < 1) return unsupported(k, fmt::format("empty tensor ({} = {})", key, value.get<int64_t>()));
 }
 
-}  // namespace nnmeter::prediction
+}  // namespace nnmeter::detection
 
 namespace nnmeter {
 

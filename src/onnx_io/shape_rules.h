@@ -1,0 +1,31 @@
+// Shape arithmetic of ONNX ops that more than one part of nn-meter needs: model prediction's shape
+// inference, the engines' convert step, the TFLite export, the kernel and test-kit model builders.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "nnmeter/common.h"
+
+namespace nnmeter::onnx_io {
+
+// One spatial axis of a convolution or pooling window.
+struct WindowAxis {
+  int64_t out = 0;        // output size
+  int64_t pad_begin = 0;  // the padding that gives it (auto_pad resolved)
+  int64_t pad_end = 0;
+};
+
+// `extent` is the dilated window, (kernel − 1) · dilation + 1. auto_pad is ONNX's NOTSET (the explicit pads
+// count), SAME_UPPER, SAME_LOWER (output ceil(in / stride), the odd padding row at the end or the start) or
+// VALID. With ceil_mode the last window may hang over the end, but must start inside the input or its
+// leading padding (PyTorch's rule, which ONNX follows). nullopt when the arguments are not positive, the
+// pads negative, auto_pad unknown, or the window larger than the padded input.
+std::optional<WindowAxis> window_axis(int64_t in, int64_t extent, int64_t stride, int64_t pad_begin, int64_t pad_end,
+                                      std::string_view auto_pad = "NOTSET", bool ceil_mode = false);
+
+// numpy's (ONNX's multidirectional) broadcasting of two shapes; nullopt when they do not broadcast.
+std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace nnmeter::onnx_io
