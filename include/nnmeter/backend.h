@@ -83,6 +83,10 @@ struct BackendInfo {
   std::vector<BackendParam> params;
   // Constructs the backend from a config already resolved against `params`.
   std::function<std::unique_ptr<Backend>(const Json& config)> create;
+  // Capability: the config that makes the backend profile with warm caches (back-to-back runs). The rule
+  // tester needs it: its criterion compares ops measured alone with a block in which the second op reads
+  // data the first just wrote. Empty: the backend profiles warm already, or cannot choose.
+  std::function<Json(Json config)> warm_profiling;
 };
 
 // Builtin backends compiled into libnnmeter, in listing order.

@@ -199,6 +199,11 @@ std::vector<BackendParam> measurement_params() {
       backend_param("MAX_RETRIES", T::Int, 10, "Rounds re-measured at most because of interference, per profile", 0, 1e4)};
 }
 
+Json warm_caches(Json config) {
+  config["COLD_CACHE"] = false;
+  return config;
+}
+
 MeasureSettings measure_settings(const Json& config, int threads) {
   MeasureSettings s;
   s.threads = threads;

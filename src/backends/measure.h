@@ -31,6 +31,8 @@ struct MeasureSettings {
 std::vector<BackendParam> measurement_params();
 // The settings of a config resolved against measurement_params(), for `threads` measuring threads.
 MeasureSettings measure_settings(const Json& config, int threads);
+// `config` with COLD_CACHE off: the warm_profiling capability of the backends that declare these params.
+Json warm_caches(Json config);
 
 struct Measurement {
   LatencyStats stats;                // one sample per round: the round's median run, ms

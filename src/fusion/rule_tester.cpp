@@ -149,8 +149,7 @@ RuleTester::RuleTester(Workspace workspace, Registry registry, RuleTestSettings 
   // The criterion compares ops profiled alone with the block, inside which the second op reads data the
   // first just wrote. Profiled with cold caches, the lone second op would pay for a cold input the block
   // never pays, and every pair would look fused: fusion is judged on warm back-to-back runs.
-  for (const auto& p : backend.params)
-    if (p.name == "COLD_CACHE") m.backend_config["COLD_CACHE"] = false;
+  if (backend.warm_profiling) m.backend_config = backend.warm_profiling(m.backend_config);
   // Plugins are only ever loaded in profiling workers, where a crash costs one model.
   // A backend that cannot be constructed here still profiles (or reports why) in its workers.
   if (!backend.customized) {

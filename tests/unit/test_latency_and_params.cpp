@@ -96,3 +96,21 @@ TEST(BackendParams, DefaultYamlRoundTripsThroughValidation) {
 
 }  // namespace
 }  // namespace nnmeter
+
+namespace nnmeter {
+namespace {
+
+// The rule tester asks a backend how to profile warm instead of rewriting a key it guesses: the in-process
+// engines declare it (their COLD_CACHE off, everything else kept); device backends run warm already.
+TEST(BackendCapabilities, InProcessEnginesDeclareWarmProfiling) {
+  for (const auto& info : builtin_backends()) {
+    const bool in_process = info.name == "onednn_cpu" || info.name == "xnnpack_cpu";
+    EXPECT_EQ(static_cast<bool>(info.warm_profiling), in_process) << info.name;
+    if (!in_process) continue;
+    const Json warm = info.warm_profiling({{"COLD_CACHE", true}, {"NUM_RUNS", 7}});
+    EXPECT_EQ(warm, (Json{{"COLD_CACHE", false}, {"NUM_RUNS", 7}})) << info.name;
+  }
+}
+
+}  // namespace
+}  // namespace nnmeter

@@ -169,6 +169,7 @@ BackendInfo backend_info() {
   info.customized = false;
   info.params = backend_params();
   info.create = [](const Json& config) -> std::unique_ptr<Backend> { return std::make_unique<OneDnnBackend>(config); };
+  info.warm_profiling = backends::warm_caches;
   return info;
 }
 
