@@ -22,20 +22,6 @@ KernelData merge(const KernelData& a, const KernelData& b) {
   return out;
 }
 
-Json kernel_settings(const Workspace& ws, const std::string& kernel) {
-  const Json& kernels = ws.predictorbuild_config["KERNELS"];
-  Json s = {{"INIT_SAMPLE_NUM", 1000}, {"FINEGRAINED_SAMPLE_NUM", 20}, {"ITERATION", 3}, {"ERROR_THRESHOLD", 0.1}};
-  if (kernels.contains(kernel))
-    for (const auto& [k, v] : kernels[kernel].items()) s[k] = v;
-  for (const char* key : {"INIT_SAMPLE_NUM", "FINEGRAINED_SAMPLE_NUM", "ITERATION"})
-    if (!s[key].is_number_integer() || s[key].get<int>() <= 0)
-      throw Error(fmt::format("predictorbuild_config.yaml: KERNELS.{}.{} must be a positive integer, got {}", kernel, key,
-                              s[key].dump()));
-  if (!s["ERROR_THRESHOLD"].is_number() || s["ERROR_THRESHOLD"].get<double>() <= 0)
-    throw Error(fmt::format("predictorbuild_config.yaml: KERNELS.{}.ERROR_THRESHOLD must be a positive number", kernel));
-  return s;
-}
-
 // Split-half repeatability of the samples whose repeats were kept.
 RepeatAgreement kernel_data_repeatability(const KernelData& data, const MeasurementProtocol& protocol) {
   std::vector<std::vector<double>> repeats;
@@ -165,7 +151,7 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
   const fs::path profiled_file = results_dir() / ("profiled_" + kernel_type + ".json");
   Json doc = fs::exists(profiled_file) ? io::load_json_file(profiled_file) : Json::object();
   if (!doc.is_object()) throw Error(profiled_file.string() + " is not a kernel latency file: move it away");
-  const bool detail = workspace_.predictorbuild_config.value("DETAIL", false);
+  const bool detail = workspace_.build_config().detail;
   KernelData profiled = Json::object();
   size_t failed = 0;
   for (const auto& [id, outcome] : outcomes) {
@@ -297,14 +283,12 @@ std::pair<PredictorBuildResult, KernelData> Builder::build_predictor_for_kernel(
 
 std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vector<std::string>& kernels,
                                                                  const std::string& name, const fs::path& folder) {
+  const PredictorBuildConfig build = workspace_.build_config();
   std::vector<std::string> todo = kernels;
   if (todo.empty())
-    for (const auto& [kernel, settings] : workspace_.predictorbuild_config["KERNELS"].items()) todo.push_back(kernel);
+    for (const auto& [kernel, settings] : build.kernels) todo.push_back(kernel);
   if (todo.empty()) throw Error("predictorbuild_config.yaml lists no KERNELS to build");
-  for (const auto& kernel : todo) {
-    find_kernel(registry_, kernel);  // every name valid before any work starts
-    kernel_settings(workspace_, kernel);
-  }
+  for (const auto& kernel : todo) find_kernel(registry_, kernel);  // every name valid before any work starts
   // The predictor folder carries the backend's fusion rules; a bad ruletest_config fails now, not after training.
   std::optional<RuleTester> rule_tester;
   if (settings_.ruletest)
@@ -323,7 +307,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   // one shuffled order, so that slow drift of the device over the build spreads over every kernel instead
   // of shifting the kernels profiled late; then each kernel is trained on its own.
   struct KernelState {
-    Json settings;
+    KernelBuildSettings settings;
     KernelData data = Json::object();
     PredictorBuildResult result;
     std::vector<double> acc10s;
@@ -331,8 +315,8 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   std::map<std::string, KernelState> state;
   std::map<std::string, Json> entries;
   for (const auto& kernel : todo) {
-    state[kernel].settings = kernel_settings(workspace_, kernel);
-    entries[kernel] = sample_entries(kernel, state[kernel].settings["INIT_SAMPLE_NUM"], SamplingMode::Prior, {}, "prior");
+    state[kernel].settings = build.kernel(kernel);
+    entries[kernel] = sample_entries(kernel, state[kernel].settings.init_sample_num, SamplingMode::Prior, {}, "prior");
   }
   for (int iteration = 1; !entries.empty(); ++iteration) {
     const std::string mark = iteration == 1 ? "prior" : "finegrained" + std::to_string(iteration - 1);
@@ -340,15 +324,15 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     for (const auto& [kernel, fresh] : profiled) {
       KernelState& k = state[kernel];
       k.data = merge(k.data, fresh);
-      k.result = build_predictor_by_data(kernel, k.data, k.settings["ERROR_THRESHOLD"], mark);
+      k.result = build_predictor_by_data(kernel, k.data, k.settings.error_threshold, mark);
       k.acc10s.push_back(k.result.acc10);
       spdlog::info("{}: iteration {}: acc10 {:.4f}, error_configs number: {}", kernel, iteration, k.result.acc10,
                    k.result.error_configs.size());
     }
     entries.clear();
     for (auto& [kernel, k] : state)
-      if (iteration < k.settings["ITERATION"].get<int>() && !k.result.error_configs.empty())
-        entries[kernel] = sample_entries(kernel, k.settings["FINEGRAINED_SAMPLE_NUM"], SamplingMode::Finegrained,
+      if (iteration < k.settings.iteration && !k.result.error_configs.empty())
+        entries[kernel] = sample_entries(kernel, k.settings.finegrained_sample_num, SamplingMode::Finegrained,
                                          k.result.error_configs, "finegrained" + std::to_string(iteration));
   }
 
@@ -363,7 +347,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
 
   std::vector<KernelBuildSummary> summaries;
   for (const auto& kernel : todo) {
-    const Json& s = state[kernel].settings;
+    const KernelBuildSettings& s = state[kernel].settings;
     const PredictorBuildResult& result = state[kernel].result;
     const KernelData& data = state[kernel].data;
     KernelBuildSummary summary;
@@ -383,7 +367,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     all.feature_names = feature_names_for(*ks.parser, all.features.front().size());
     const RegressorParams params = settings_.regressor == RegressorMode::gbdt ? default_gbdt_params()
                                                                               : default_regressor_params(kernel, settings_.backend);
-    const TrainResult final_fit = train_kernel_predictor(all, params, s["ERROR_THRESHOLD"], TrainMode::final, kernel);
+    const TrainResult final_fit = train_kernel_predictor(all, params, s.error_threshold, TrainMode::final, kernel);
     KernelPredictorMeta meta;
     meta.kernel = kernel;
     meta.feature_names = all.feature_names;

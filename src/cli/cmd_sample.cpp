@@ -23,17 +23,12 @@ struct SampleArgs {
 };
 
 // --num defaults to the workspace's KERNELS.<kernel>.INIT_SAMPLE_NUM / FINEGRAINED_SAMPLE_NUM.
-int default_num(const Json& pbc, const std::string& kernel, SamplingMode mode) {
+int default_num(const PredictorBuildConfig& build, const std::string& kernel, SamplingMode mode) {
   const char* key = mode == SamplingMode::Prior ? "INIT_SAMPLE_NUM" : "FINEGRAINED_SAMPLE_NUM";
-  if (pbc.contains("KERNELS") && pbc["KERNELS"].is_object() && pbc["KERNELS"].contains(kernel)) {
-    const Json& k = pbc["KERNELS"][kernel];
-    if (k.is_object() && k.contains(key)) {
-      if (!k[key].is_number_integer())
-        throw Error(fmt::format("predictorbuild_config KERNELS.{}.{} must be an integer, got {}", kernel, key, k[key].dump()));
-      return k[key].get<int>();
-    }
-  }
-  throw Error(fmt::format("give --num, or set KERNELS.{}.{} in the workspace's predictorbuild_config.yaml", kernel, key));
+  const auto it = build.kernels.find(kernel);
+  if (it == build.kernels.end())
+    throw Error(fmt::format("give --num, or set KERNELS.{}.{} in the workspace's predictorbuild_config.yaml", kernel, key));
+  return mode == SamplingMode::Prior ? it->second.init_sample_num : it->second.finegrained_sample_num;
 }
 
 void sample(Context& ctx, const SampleArgs& a) {
@@ -42,7 +37,7 @@ void sample(Context& ctx, const SampleArgs& a) {
   if (!a.prior_lib.empty()) ws.predictorbuild_config["PRIOR_CONFIG_LIB"] = a.prior_lib;
   // Fail on an unknown kernel before anything else, with the list of known ones.
   const KernelInfo info = find_kernel(ctx.registry, a.kernel);
-  const int num = a.num ? *a.num : default_num(ws.predictorbuild_config, info.name, mode);
+  const int num = a.num ? *a.num : default_num(ws.build_config(), info.name, mode);
   std::vector<KernelConfig> configs;
   if (mode == SamplingMode::Finegrained) {
     if (a.configs.empty()) throw UsageError("--sampling-mode finegrained needs --configs FILE (the configs to sample around)");

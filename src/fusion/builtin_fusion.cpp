@@ -64,18 +64,8 @@ class BuiltinOperator final : public Operator {
 }  // namespace
 
 OpParams OpParams::from_config(const Json& c) {
-  OpParams p;
-  auto read = [&c](const char* key, int64_t& field) {
-    if (!c.contains(key) || c[key].is_null()) return;
-    if (!c[key].is_number_integer() || c[key].get<int64_t>() <= 0)
-      throw Error(fmt::format("ruletest_config.yaml: {} must be a positive integer, got {}", key, c[key].dump()));
-    field = c[key].get<int64_t>();
-  };
-  read("COUT", p.cout);
-  read("KERNEL_SIZE", p.kernel);
-  read("STRIDES", p.stride);
-  read("POOL_STRIDES", p.pool_stride);
-  return p;
+  const RuleTestConfig r = RuleTestConfig::from_json(c);
+  return OpParams{r.cout, r.kernel_size, r.strides, r.pool_strides};
 }
 
 void require_rank(const std::string& op, const Shape& in, size_t rank) {

@@ -12,11 +12,8 @@ namespace nnmeter::fusion {
 
 // The ruletest_config keys operators read (nn-Meter: COUT, KERNEL_SIZE, STRIDES, POOL_STRIDES).
 struct OpParams {
-  int64_t cout = 128;
-  int64_t kernel = 3;
-  int64_t stride = 1;
-  int64_t pool_stride = 2;
-  // Missing keys keep the defaults above; a present key must be a positive integer (Error otherwise).
+  int64_t cout, kernel, stride, pool_stride;
+  // The operator settings of RuleTestConfig (its defaults for missing keys, its checks).
   static OpParams from_config(const Json& ruletest_config);
 };
 

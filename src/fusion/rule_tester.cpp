@@ -60,7 +60,7 @@ struct RuleTester::Impl {
   RuleTestSettings settings;
   Json backend_config;  // the workspace's, as the rule test profiles with it
   std::unique_ptr<Backend> planner;  // a builtin backend's instance, asked for kernel counts only
-  fusion::RuleTestConfig config;
+  RuleTestConfig config;
   std::map<std::string, OperatorInfo> operators;
   std::map<std::string, TestCaseInfo> specials;
   std::map<std::string, CaseEntry> cases;
@@ -159,7 +159,7 @@ RuleTester::RuleTester(Workspace workspace, Registry registry, RuleTestSettings 
       spdlog::debug("ruletest: {} gives no kernel counts: {}", backend.name, e.what());
     }
   }
-  m.config = fusion::RuleTestConfig::parse(m.ws.ruletest_config);
+  m.config = m.ws.ruletest();
   for (auto& info : list_operators(m.registry))
     if (info.implement == "onnx") m.operators.emplace(info.name, std::move(info));
   for (auto& info : list_testcases(m.registry))

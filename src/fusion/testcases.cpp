@@ -14,56 +14,9 @@ namespace nnmeter::fusion {
 
 namespace {
 
-constexpr const char* kConfigFile = "ruletest_config.yaml";
-
-int64_t positive_int(const Json& config, const char* key, int64_t fallback) {
-  if (!config.contains(key) || config[key].is_null()) return fallback;
-  const Json& v = config[key];
-  if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-    throw Error(fmt::format("{}: {} must be a positive integer, got {}", kConfigFile, key, v.dump()));
-  return v.get<int64_t>();
-}
-
-std::vector<std::string> string_list(const Json& config, const char* key) {
-  std::vector<std::string> out;
-  if (!config.contains(key) || config[key].is_null()) return out;
-  if (!config[key].is_array()) throw Error(fmt::format("{}: {} must be a list", kConfigFile, key));
-  for (const auto& item : config[key]) {
-    if (!item.is_string() || item.get<std::string>().empty())
-      throw Error(fmt::format("{}: {} must list names, got {}", kConfigFile, key, item.dump()));
-    out.push_back(item.get<std::string>());
-  }
-  return out;
-}
-
 void write_model(const fs::path& file, const std::string& bytes) { io::write_file_atomic(file, bytes); }
 
 }  // namespace
-
-RuleTestConfig RuleTestConfig::parse(const Json& c) {
-  RuleTestConfig r;
-  if (c.contains("DETAIL") && !c["DETAIL"].is_null()) {
-    if (!c["DETAIL"].is_boolean()) throw Error(fmt::format("{}: DETAIL must be TRUE or FALSE", kConfigFile));
-    r.detail = c["DETAIL"].get<bool>();
-  }
-  const std::string implement = c.value("IMPLEMENT", "onnx");
-  if (implement != "onnx")
-    throw Error(fmt::format("{}: IMPLEMENT is '{}', but nn-meter builds ONNX test models: set IMPLEMENT: onnx", kConfigFile,
-                            implement));
-  r.hw = positive_int(c, "HW", r.hw);
-  r.cin = positive_int(c, "CIN", r.cin);
-  r.shape_1d = positive_int(c, "SHAPE_1D", r.shape_1d);
-  if (c.contains("EMP_ALPHA")) {
-    const Json& a = c["EMP_ALPHA"];
-    if (!a.is_number() || !std::isfinite(a.get<double>()) || a.get<double>() < 0)
-      throw Error(fmt::format("{}: EMP_ALPHA must be a number >= 0 (nn-Meter uses 0.5), got {}", kConfigFile, a.dump()));
-    r.alpha = a.get<double>();
-  }
-  r.basic = string_list(c, "BASIC_TESTCASES");
-  r.other = string_list(c, "OTHER_TESTCASES");
-  r.layers_1d = string_list(c, "LAYERS_1D");
-  return r;
-}
 
 std::optional<std::vector<std::string>> split_basic_name(const std::string& testcase) {
   if (testcase.rfind("BF_", 0) != 0) return std::nullopt;
@@ -148,7 +101,7 @@ namespace {
 class MultipleOutNodesCase final : public TestCase {
  public:
   explicit MultipleOutNodesCase(const Json& config)
-      : config_(RuleTestConfig::parse(config)),
+      : config_(RuleTestConfig::from_json(config)),
         dwconv_(create_builtin_operator("dwconv", config)),
         relu_(create_builtin_operator("relu", config)) {}
 

@@ -4,17 +4,9 @@
 #include <optional>
 
 #include "nnmeter/fusion.h"
+#include "nnmeter/workspace.h"
 
 namespace nnmeter::fusion {
-
-// ruletest_config.yaml, checked once. Every message names the file and the key.
-struct RuleTestConfig {
-  bool detail = false;
-  int64_t hw = 28, cin = 64, shape_1d = 428;
-  double alpha = 0.5;
-  std::vector<std::string> basic, other, layers_1d;
-  static RuleTestConfig parse(const Json& ruletest_config);
-};
 
 // BasicFusion (reference §8): each op alone on its input shape, and the block op1 → op2 [→ op3 …]; a
 // two-input operator takes its extra operand as an extra model input. An operator named twice or more is

@@ -7,9 +7,10 @@
 
 #include <spdlog/spdlog.h>
 
-#include "kernels/config_check.h"
-#include "sampling/prior_lib.h"
 #include "common/rng.h"
+#include "kernels/config_check.h"
+#include "nnmeter/workspace.h"
+#include "sampling/prior_lib.h"
 
 namespace nnmeter::sampling {
 
@@ -95,19 +96,13 @@ bool is_channel_key(const std::string& key) { return key == "COUT" || key.rfind(
 
 class BuiltinSampler : public ConfigSampler {
  public:
-  BuiltinSampler(Family family, std::string kernel, const Json& predictorbuild_config)
-      : family_(family), kernel_(std::move(kernel)), prior_dir_(prior_override_dir(predictorbuild_config)) {
-    if (!predictorbuild_config.is_object()) return;
-    if (const auto it = predictorbuild_config.find("PRIOR_ROWS"); it != predictorbuild_config.end() && it->is_number())
-      row_share_ = std::clamp(it->get<double>(), 0.0, 1.0);
-    if (const auto it = predictorbuild_config.find("PRIOR_ROWS_EXCLUDE");
-        it != predictorbuild_config.end() && it->is_array())
-      for (const auto& name : *it)
-        if (name.is_string()) row_exclude_.insert(name.get<std::string>());
-    if (const auto it = predictorbuild_config.find("ALIGNED_CHANNELS");
-        it != predictorbuild_config.end() && it->is_number())
-      aligned_share_ = std::clamp(it->get<double>(), 0.0, 1.0);
-  }
+  BuiltinSampler(Family family, std::string kernel, const PredictorBuildConfig& build)
+      : family_(family),
+        kernel_(std::move(kernel)),
+        prior_dir_(build.prior_config_lib),
+        row_share_(build.prior_rows),
+        row_exclude_(build.prior_rows_exclude),
+        aligned_share_(build.aligned_channels) {}
 
   std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
     if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
@@ -414,7 +409,7 @@ std::vector<int64_t> sample_in_range(int64_t lo, int64_t hi, int m, Rng& rng) {
 
 std::unique_ptr<ConfigSampler> make_sampler(Family family, const std::string& kernel_name,
                                             const Json& predictorbuild_config) {
-  return std::make_unique<BuiltinSampler>(family, kernel_name, predictorbuild_config);
+  return std::make_unique<BuiltinSampler>(family, kernel_name, PredictorBuildConfig::from_json(predictorbuild_config));
 }
 
 }  // namespace nnmeter::sampling

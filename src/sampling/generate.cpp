@@ -10,6 +10,7 @@
 #include "kernels/config_check.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
+#include "nnmeter/workspace.h"
 
 namespace nnmeter {
 
@@ -23,14 +24,9 @@ void check_mark(const std::string& mark) {
 }
 
 int batch_size_of(const Json& predictorbuild_config) {
-  int64_t batch = 1;
-  if (predictorbuild_config.is_object() && predictorbuild_config.contains("BATCH_SIZE")) {
-    const Json& b = predictorbuild_config["BATCH_SIZE"];
-    if (!b.is_number_integer()) throw Error("predictorbuild_config BATCH_SIZE must be an integer, got " + b.dump());
-    batch = b.get<int64_t>();
-  }
+  const int batch = PredictorBuildConfig::from_json(predictorbuild_config).batch_size;
   kernels::check::check_batch(batch);
-  return static_cast<int>(batch);
+  return batch;
 }
 
 // Sampler output must be a list of JSON objects; anything else (a plugin bug) is reported, not written.

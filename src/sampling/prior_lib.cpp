@@ -72,15 +72,6 @@ const std::vector<double>& PriorTable::column(const std::string& name) const {
   return it->second;
 }
 
-std::optional<fs::path> prior_override_dir(const Json& predictorbuild_config) {
-  if (!predictorbuild_config.is_object()) return std::nullopt;
-  auto it = predictorbuild_config.find("PRIOR_CONFIG_LIB");
-  if (it == predictorbuild_config.end() || it->is_null()) return std::nullopt;
-  if (!it->is_string()) throw Error("predictorbuild_config PRIOR_CONFIG_LIB must be a folder path, got " + it->dump());
-  if (it->get<std::string>().empty()) return std::nullopt;
-  return fs::path(it->get<std::string>());
-}
-
 PriorTable load_prior_table(const std::string& file, const std::optional<fs::path>& override_dir,
                             const std::vector<std::string>& required) {
   if (override_dir) {

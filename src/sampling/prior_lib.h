@@ -35,8 +35,6 @@ class PriorTable {
 // Loads `<file>` (e.g. "conv.csv") from the override folder when set, else from the embedded library.
 PriorTable load_prior_table(const std::string& file, const std::optional<fs::path>& override_dir,
                             const std::vector<std::string>& required);
-// The override folder from predictorbuild_config (PRIOR_CONFIG_LIB), if set and non-empty.
-std::optional<fs::path> prior_override_dir(const Json& predictorbuild_config);
 
 // nn-Meter's sample_based_on_distribution: inverse CDF of a 40-bin histogram of `column`, linearly
 // interpolated, truncated to an integer; never below the column minimum nor below 1.

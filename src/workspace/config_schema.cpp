@@ -9,6 +9,7 @@
 
 #include "kernels/config_check.h"
 #include "nnmeter/sampling.h"
+#include "nnmeter/workspace.h"
 #include "registry/names.h"
 
 namespace nnmeter {
@@ -173,6 +174,80 @@ void check_ruletest_config(const Json& config, const std::string& file) {
   if (elements > kernels::check::kMaxTensorElements)
     throw Error(fmt::format("{}: CIN x HW x HW is {} elements, more than the {} a test input may hold: lower CIN or HW",
                             file, elements, kernels::check::kMaxTensorElements));
+}
+
+}  // namespace nnmeter
+
+namespace nnmeter {
+
+namespace {
+
+template <class T>
+T value_of(const Json& config, const char* key, T fallback) {
+  const auto it = config.find(key);
+  return it == config.end() || it->is_null() ? fallback : it->get<T>();
+}
+
+std::vector<std::string> names_of(const Json& config, const char* key) {
+  const auto it = config.find(key);
+  return it == config.end() || it->is_null() ? std::vector<std::string>{} : it->get<std::vector<std::string>>();
+}
+
+}  // namespace
+
+KernelBuildSettings PredictorBuildConfig::kernel(const std::string& name) const {
+  const auto it = kernels.find(name);
+  return it == kernels.end() ? KernelBuildSettings{} : it->second;
+}
+
+PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::string& file) {
+  PredictorBuildConfig p;
+  if (!c.is_object()) return p;
+  check_config_keys(c, predictorbuild_keys(), file);
+  p.detail = value_of(c, "DETAIL", p.detail);
+  p.batch_size = value_of(c, "BATCH_SIZE", p.batch_size);
+  if (const std::string lib = value_of(c, "PRIOR_CONFIG_LIB", std::string()); !lib.empty()) p.prior_config_lib = lib;
+  p.prior_rows = value_of(c, "PRIOR_ROWS", p.prior_rows);
+  for (const auto& name : names_of(c, "PRIOR_ROWS_EXCLUDE")) p.prior_rows_exclude.insert(name);
+  p.aligned_channels = value_of(c, "ALIGNED_CHANNELS", p.aligned_channels);
+  const auto kernels = c.find("KERNELS");
+  if (kernels == c.end() || kernels->is_null()) return p;
+  if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");
+  for (const auto& [name, settings] : kernels->items()) {
+    KernelBuildSettings k;
+    if (!settings.is_null() && !settings.is_object()) throw Error(file + ": KERNELS." + name + " must be a mapping");
+    if (settings.is_object()) {
+      check_config_keys(settings, kernel_setting_keys(), file, "KERNELS." + name + ".");
+      k.init_sample_num = value_of(settings, "INIT_SAMPLE_NUM", k.init_sample_num);
+      k.finegrained_sample_num = value_of(settings, "FINEGRAINED_SAMPLE_NUM", k.finegrained_sample_num);
+      k.iteration = value_of(settings, "ITERATION", k.iteration);
+      k.error_threshold = value_of(settings, "ERROR_THRESHOLD", k.error_threshold);
+    }
+    p.kernels[name] = k;
+  }
+  return p;
+}
+
+RuleTestConfig RuleTestConfig::from_json(const Json& c, const std::string& file) {
+  RuleTestConfig r;
+  if (!c.is_object()) return r;
+  check_config_keys(c, ruletest_keys(), file);
+  if (const std::string implement = value_of(c, "IMPLEMENT", std::string("onnx")); implement != "onnx")
+    throw Error(fmt::format("{}: IMPLEMENT is '{}', but nn-meter builds ONNX test models: set IMPLEMENT: onnx", file,
+                            implement));
+  r.detail = value_of(c, "DETAIL", r.detail);
+  r.hw = value_of(c, "HW", r.hw);
+  r.cin = value_of(c, "CIN", r.cin);
+  r.shape_1d = value_of(c, "SHAPE_1D", r.shape_1d);
+  r.cout = value_of(c, "COUT", r.cout);
+  r.kernel_size = value_of(c, "KERNEL_SIZE", r.kernel_size);
+  r.strides = value_of(c, "STRIDES", r.strides);
+  r.pool_strides = value_of(c, "POOL_STRIDES", r.pool_strides);
+  r.alpha = value_of(c, "EMP_ALPHA", r.alpha);
+  r.basic = names_of(c, "BASIC_TESTCASES");
+  r.other = names_of(c, "OTHER_TESTCASES");
+  r.layers_1d = names_of(c, "LAYERS_1D");
+  return r;
 }
 
 }  // namespace nnmeter

@@ -99,7 +99,7 @@ TEST(FusionOperators, BadInputsAreOneLineErrors) {
   EXPECT_NE(test::error_of([] { make("channelshuffle")->output_shape({7, 4, 4}); }).find("must be even"), std::string::npos);
   EXPECT_NE(test::error_of([] { make("channelshuffle")->output_shape({8}); }).find("needs a [C, H, W] input"),
             std::string::npos);
-  EXPECT_NE(test::error_of([] { make("conv", Json{{"COUT", 0}}); }).find("COUT must be a positive integer"),
+  EXPECT_NE(test::error_of([] { make("conv", Json{{"COUT", 0}}); }).find("ruletest_config.yaml: COUT must be an integer in [1, "),
             std::string::npos);
   EXPECT_NE(test::error_of([] { make("relu")->output_shape({4, 0}); }).find("non-positive"), std::string::npos);
 }
@@ -186,7 +186,7 @@ TEST(FusionTestcases, DefaultConfigGeneratesModelsOnednnCompiles) {
   const Registry registry(tmp / "home");
   create_workspace(registry, tmp / "ws", WorkspaceFlavor::Builtin, "onednn_cpu");
   const Workspace ws = Workspace::load(tmp / "ws");
-  const auto config = fusion::RuleTestConfig::parse(ws.ruletest_config);
+  const auto config = ws.ruletest();
   ASSERT_EQ(config.basic.size(), 82u);
   auto backend = connect_backend(registry, "onednn_cpu", Json::object());
   std::vector<std::unique_ptr<TestCase>> cases;

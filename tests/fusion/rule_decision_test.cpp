@@ -175,8 +175,8 @@ TEST_F(RuleTesterFixture, BadInputFailsBeforeAnyFileIsWritten) {
   EXPECT_NE(err({}, {{"BASIC_TESTCASES", {"conv"}}}).find("BASIC_TESTCASES entry 'conv' must be a pair"),
             std::string::npos);
   EXPECT_NE(err({}, {{"EMP_ALPHA", "half"}}).find("EMP_ALPHA must be a number"), std::string::npos);
-  EXPECT_NE(err({}, {{"EMP_ALPHA", -1}}).find("EMP_ALPHA must be a number >= 0"), std::string::npos);
-  EXPECT_NE(err({}, {{"HW", 0}}).find("HW must be a positive integer"), std::string::npos);
+  EXPECT_NE(err({}, {{"EMP_ALPHA", -1}}).find("EMP_ALPHA must be a number in [0, 100], got -1"), std::string::npos);
+  EXPECT_NE(err({}, {{"HW", 0}}).find("HW must be an integer in [1, "), std::string::npos);
   EXPECT_NE(err({}, {{"IMPLEMENT", "tensorflow"}}).find("set IMPLEMENT: onnx"), std::string::npos);
   EXPECT_NE(err({"NOPE"}).find("unknown test case 'NOPE'"), std::string::npos);
   // fc is 1-D (LAYERS_1D), conv needs [C, H, W]: the pair cannot be built.

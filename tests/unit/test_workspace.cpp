@@ -140,3 +140,55 @@ TEST(AtomicWrite, ReplacesContentAndLeavesNoTempFile) {
 
 }  // namespace
 }  // namespace nnmeter
+
+namespace nnmeter {
+namespace {
+
+// The typed configs are what nn-meter reads; the file's Json stays for plugins. Absent keys keep nn-Meter's
+// values, bad ones are one line naming the file and the key.
+TEST(TypedConfigs, PredictorBuildConfigReadsTheFileOnce) {
+  const Json c = Json::parse(R"({"DETAIL": true, "BATCH_SIZE": 4, "PRIOR_ROWS": 0.3, "PRIOR_ROWS_EXCLUDE": ["resnet18"],
+      "PRIOR_CONFIG_LIB": "/lib", "KERNELS": {"conv-bn-relu": {"INIT_SAMPLE_NUM": 50, "ERROR_THRESHOLD": 0.2},
+      "relu": null}})");
+  const PredictorBuildConfig p = PredictorBuildConfig::from_json(c);
+  EXPECT_TRUE(p.detail);
+  EXPECT_EQ(p.batch_size, 4);
+  EXPECT_EQ(p.prior_rows, 0.3);
+  EXPECT_EQ(p.prior_rows_exclude, (std::set<std::string>{"resnet18"}));
+  EXPECT_EQ(p.prior_config_lib, fs::path("/lib"));
+  EXPECT_EQ(p.aligned_channels, 0);
+  ASSERT_EQ(p.kernels.size(), 2u);
+  EXPECT_EQ(p.kernel("conv-bn-relu").init_sample_num, 50);
+  EXPECT_EQ(p.kernel("conv-bn-relu").finegrained_sample_num, 20);
+  EXPECT_EQ(p.kernel("conv-bn-relu").error_threshold, 0.2);
+  EXPECT_EQ(p.kernel("relu").iteration, 3);
+  EXPECT_EQ(p.kernel("not-listed").init_sample_num, 1000);
+  EXPECT_EQ(PredictorBuildConfig::from_json(Json::object()).batch_size, 1);
+
+  const std::string bad = test::error_of([] {
+    PredictorBuildConfig::from_json(Json::parse(R"({"KERNELS": {"fc": {"ITERATION": 0}}})"), "p.yaml");
+  });
+  EXPECT_EQ(bad, "p.yaml: KERNELS.fc.ITERATION must be an integer in [1, 100], got 0");
+  EXPECT_NE(test::error_of([] { PredictorBuildConfig::from_json(Json{{"KERNELS", 3}}); }).find("KERNELS must be a mapping"),
+            std::string::npos);
+}
+
+TEST(TypedConfigs, RuleTestConfigReadsTheFileOnce) {
+  const RuleTestConfig r = RuleTestConfig::from_json(
+      Json::parse(R"({"HW": 112, "CIN": 4, "COUT": 32, "EMP_ALPHA": 0.25, "BASIC_TESTCASES": ["conv_relu"]})"));
+  EXPECT_EQ(r.hw, 112);
+  EXPECT_EQ(r.cin, 4);
+  EXPECT_EQ(r.cout, 32);
+  EXPECT_EQ(r.kernel_size, 3);  // nn-Meter's value where the key is absent
+  EXPECT_EQ(r.alpha, 0.25);
+  EXPECT_EQ(r.basic, std::vector<std::string>{"conv_relu"});
+  EXPECT_TRUE(r.other.empty());
+  EXPECT_NE(test::error_of([] { RuleTestConfig::from_json(Json{{"IMPLEMENT", "tensorflow"}}); }).find("set IMPLEMENT: onnx"),
+            std::string::npos);
+  EXPECT_NE(test::error_of([] { RuleTestConfig::from_json(Json{{"LAYERS_1D", "fc"}}); })
+                .find("ruletest_config.yaml: LAYERS_1D must be a list of names"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnmeter
