@@ -9,7 +9,7 @@
 #include <numeric>
 #include <set>
 
-#include "backends/onednn/graph_internal.h"
+#include "backends/onednn/ops/op.h"
 #include "common/io.h"
 #include "nnmeter/prediction.h"
 
@@ -83,9 +83,9 @@ const onnx::TensorProto* Attrs::tensor(const std::string& name) const {
   return &a->t();
 }
 
-void Attrs::only(std::initializer_list<const char*> known) const {
+void Attrs::only(const std::vector<std::string>& known) const {
   for (const auto& a : node_.attribute()) {
-    const bool ok = std::any_of(known.begin(), known.end(), [&](const char* k) { return a.name() == k; });
+    const bool ok = std::find(known.begin(), known.end(), a.name()) != known.end();
     if (!ok) fail(a.name(), "is not supported by onednn_cpu");
   }
 }
@@ -113,15 +113,6 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 // Loading
 
 namespace {
-
-const std::set<std::string> kRuntimeOps = {
-    "Conv",     "BatchNormalization", "Relu",        "Clip",       "HardSigmoid", "HardSwish",
-    "Sigmoid",  "Tanh",               "LeakyRelu",   "Elu",        "Exp",         "Abs",
-    "Sqrt",     "Neg",                "Add",         "Sub",        "Mul",         "Div",
-    "Sum",      "Max",                "Min",         "MaxPool",    "AveragePool", "GlobalAveragePool",
-    "GlobalMaxPool", "ReduceMean",    "Gemm",        "MatMul",     "Flatten",     "Reshape",
-    "Squeeze",  "Unsqueeze",          "Transpose",   "Concat",     "Split",       "Slice",
-    "Pad",      "Softmax",            "Dropout",     "Identity",   "Cast",        "Gather"};
 
 Shape input_shape(const onnx::ValueInfoProto& info, const std::string& origin) {
   if (!info.type().has_tensor_type())
@@ -231,7 +222,8 @@ class Loader {
                               g_.origin, node.domain()));
     const auto inputs = resolve_inputs(node);
     const bool all_const = std::all_of(inputs.begin(), inputs.end(), [&](int id) { return id < 0 || g_.is_const(id); });
-    const bool shape_only = node.op_type() == "Shape" || node.op_type() == "Size";
+    const OpDef* def = find_op(node.op_type());
+    const bool shape_only = def && def->folds_from_shapes;
     if (all_const || shape_only) {
       std::vector<HostTensor> outs;
       if (fold_node(g_, node, inputs, outs)) {
@@ -244,11 +236,12 @@ class Loader {
   }
 
   void add_runtime_node(const onnx::NodeProto& node, const std::vector<int>& inputs) {
-    if (!kRuntimeOps.count(node.op_type()))
+    const OpDef* def = find_op(node.op_type());
+    if (!def || !def->runs())
       throw Error(fmt::format("onednn_cpu cannot convert {} in {}: op '{}' is not supported (supported: {})",
-                              node_label(node), g_.origin, node.op_type(), fmt::join(kRuntimeOps, ", ")));
+                              node_label(node), g_.origin, node.op_type(), fmt::join(supported_runtime_ops(), ", ")));
     for (size_t i = 0; i < inputs.size(); ++i)
-      if (inputs[i] >= 0 && is_parameter_input(node.op_type(), i) && !g_.is_const(inputs[i]))
+      if (inputs[i] >= 0 && def->is_parameter_input(i) && !g_.is_const(inputs[i]))
         throw Error(fmt::format("onednn_cpu cannot convert {} in {}: input {} ('{}') must be a load-time constant "
                                 "(initializer or foldable subgraph)", node_label(node), g_.origin, i, node.input(static_cast<int>(i))));
     Node n;
@@ -287,23 +280,6 @@ void check_model(const onnx::ModelProto& model, const std::string& origin) {
 }
 
 }  // namespace
-
-const std::vector<std::string>& supported_runtime_ops() {
-  static const std::vector<std::string> ops(kRuntimeOps.begin(), kRuntimeOps.end());
-  return ops;
-}
-
-bool is_parameter_input(const std::string& op, size_t i) {
-  if (op == "Conv") return i >= 1;
-  if (op == "BatchNormalization") return i >= 1;
-  if (op == "Clip") return i >= 1;
-  if (op == "Reshape" || op == "Squeeze" || op == "Unsqueeze" || op == "Split" || op == "Pad" ||
-      op == "ReduceMean" || op == "Gather")
-    return i >= 1;
-  if (op == "Slice") return i >= 1;
-  if (op == "Gemm") return i >= 1;  // fully connected layers: weights and bias are initializers
-  return false;
-}
 
 Graph load_graph(onnx::ModelProto model, const std::string& origin) {
   Graph g;

@@ -22,7 +22,7 @@ class Attrs {
   const onnx::TensorProto* tensor(const std::string& name) const;
 
   // Throws for any attribute not in `known`.
-  void only(std::initializer_list<const char*> known) const;
+  void only(const std::vector<std::string>& known) const;
   [[noreturn]] void fail(const std::string& attribute, const std::string& why) const;
 
   const onnx::NodeProto& node() const { return node_; }
@@ -42,9 +42,9 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const Attrs& attrs, const cha
 // Numpy broadcasting of two shapes; empty optional when they do not broadcast.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
-// Evaluates a node whose inputs are all constants, when its op is one the folder knows; returns false
-// when the op must run at inference time instead.
-bool fold_node(Graph& graph, const onnx::NodeProto& node, const std::vector<int>& inputs,
+// Evaluates a node whose inputs are all constants (only their shapes for Shape and Size) by its op's
+// fold rule; returns false when the op must run at inference time instead.
+bool fold_node(const Graph& graph, const onnx::NodeProto& node, const std::vector<int>& inputs,
                std::vector<HostTensor>& outputs);
 
 // Checks a runtime node and computes its output shapes.

@@ -1,38 +1,15 @@
 // Load-time graph rewrites that oneDNN can execute as one primitive: BatchNormalization folded into the
 // preceding convolution's weights, and activations / residual additions fused as post-ops. Fusions only
 // change how the graph runs, never what it computes; the reference tests check both paths.
-#include <cfloat>
 #include <cmath>
 
-#include "backends/onednn/graph_internal.h"
+#include "backends/onednn/ops/op.h"
 
 namespace nnmeter::onednn {
 
 namespace {
 
 using dnnl::algorithm;
-
-PostOp eltwise(algorithm alg, float alpha, float beta, const Node& from) {
-  PostOp p;
-  p.alg = alg;
-  p.alpha = alpha;
-  p.beta = beta;
-  p.from = from.name;
-  return p;
-}
-
-std::pair<float, float> clip_bounds(const Graph& g, const Node& n) {
-  Attrs attrs(*n.proto, g.origin);
-  float lo = -FLT_MAX, hi = FLT_MAX;
-  if (g.opset < 11) {
-    lo = attrs.f("min", lo);
-    hi = attrs.f("max", hi);
-  } else {
-    if (n.inputs.size() > 1 && n.inputs[1] >= 0) lo = g.constant(n.inputs[1]).to_floats().at(0);
-    if (n.inputs.size() > 2 && n.inputs[2] >= 0) hi = g.constant(n.inputs[2]).to_floats().at(0);
-  }
-  return {lo, hi};
-}
 
 // The node consuming `value` when it is the only reader (and the value is not a graph output).
 int sole_consumer(const Graph& g, int value) {
@@ -132,11 +109,11 @@ bool try_gated(Graph& g, int host) {
     const auto& m = g.nodes[static_cast<size_t>(mul)];
     if (m.inputs.size() != 2 || g.value(m.outputs[0]).shape != g.value(out).shape) continue;
     if (gate.op == "Sigmoid") {
-      h.post_ops.push_back(eltwise(algorithm::eltwise_swish, 1.f, 0.f, gate));
+      h.post_ops.push_back(eltwise_post_op(algorithm::eltwise_swish, 1.f, 0.f, gate));
     } else {
       Attrs attrs(*gate.proto, g.origin);
       if (std::fabs(attrs.f("alpha", 0.2f) - 1.f / 6) > 1e-6f || std::fabs(attrs.f("beta", 0.5f) - 0.5f) > 1e-6f) continue;
-      h.post_ops.push_back(eltwise(algorithm::eltwise_hardswish, 0.f, 0.f, gate));
+      h.post_ops.push_back(eltwise_post_op(algorithm::eltwise_hardswish, 0.f, 0.f, gate));
     }
     g.nodes[static_cast<size_t>(gate_index)].removed = true;
     h.fused.push_back(gate.name);
@@ -225,29 +202,6 @@ void fuse_concat_shuffle(Graph& g) {
 }
 
 }  // namespace
-
-std::vector<PostOp> eltwise_chain(const Graph& g, const Node& n) {
-  const Attrs attrs(*n.proto, g.origin);
-  const auto& op = n.op;
-  if (op == "Relu") return {eltwise(algorithm::eltwise_relu, 0.f, 0.f, n)};
-  if (op == "LeakyRelu") return {eltwise(algorithm::eltwise_relu, attrs.f("alpha", 0.01f), 0.f, n)};
-  if (op == "Clip") {
-    const auto [lo, hi] = clip_bounds(g, n);
-    return {eltwise(algorithm::eltwise_clip, lo, hi, n)};
-  }
-  if (op == "Sigmoid") return {eltwise(algorithm::eltwise_logistic, 0.f, 0.f, n)};
-  if (op == "Tanh") return {eltwise(algorithm::eltwise_tanh, 0.f, 0.f, n)};
-  if (op == "Elu") return {eltwise(algorithm::eltwise_elu, attrs.f("alpha", 1.f), 0.f, n)};
-  if (op == "Exp") return {eltwise(algorithm::eltwise_exp, 0.f, 0.f, n)};
-  if (op == "Abs") return {eltwise(algorithm::eltwise_abs, 0.f, 0.f, n)};
-  if (op == "Sqrt") return {eltwise(algorithm::eltwise_sqrt, 0.f, 0.f, n)};
-  if (op == "Neg") return {eltwise(algorithm::eltwise_linear, -1.f, 0.f, n)};
-  if (op == "HardSwish") return {eltwise(algorithm::eltwise_hardswish, 0.f, 0.f, n)};
-  if (op == "HardSigmoid")
-    return {eltwise(algorithm::eltwise_linear, attrs.f("alpha", 0.2f), attrs.f("beta", 0.5f), n),
-            eltwise(algorithm::eltwise_clip, 0.f, 1.f, n)};
-  return {};
-}
 
 void fuse_graph(Graph& g) {
   fold_batchnorm(g);
