@@ -97,18 +97,6 @@ int64_t normalize_axis(int64_t axis, int64_t rank, const Attrs& attrs, const cha
   return a;
 }
 
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
-    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
-    if (da != db && da != 1 && db != 1) return std::nullopt;
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Loading
 

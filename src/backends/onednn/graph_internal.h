@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "backends/onednn/graph.h"
+#include "onnx_io/shape_rules.h"
 
 namespace nnmeter::onednn {
 
@@ -39,8 +40,7 @@ std::string node_label(const onnx::NodeProto& node);
 // Normalizes a possibly negative axis against `rank`; throws via attrs when out of range.
 int64_t normalize_axis(int64_t axis, int64_t rank, const Attrs& attrs, const char* attribute);
 
-// Numpy broadcasting of two shapes; empty optional when they do not broadcast.
-std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+using onnx_io::broadcast_shapes;
 
 // Evaluates a node whose inputs are all constants (only their shapes for Shape and Size) by its op's
 // fold rule; returns false when the op must run at inference time instead.

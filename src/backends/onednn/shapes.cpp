@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "backends/onednn/ops/op.h"
+#include "onnx_io/shape_rules.h"
 
 namespace nnmeter::onednn {
 
@@ -23,28 +24,16 @@ Shape conv_like_output(const Shape& in, SpatialParams& p, const Attrs& attrs, bo
   const bool ceil = allow_ceil && attrs.i("ceil_mode", 0) != 0;
   Shape out(n);
   for (size_t i = 0; i < n; ++i) {
-    const int64_t x = in[i + 2], s = p.strides[i], d = p.dilations[i];
-    const int64_t ext = (p.kernel[i] - 1) * d + 1;
+    const int64_t s = p.strides[i], d = p.dilations[i];
     if (s <= 0 || d <= 0 || p.kernel[i] <= 0) attrs.fail("strides", "kernel, strides and dilations must be positive");
     if (p.pad_begin[i] < 0 || p.pad_end[i] < 0) attrs.fail("pads", "must not be negative");
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out[i] = (x + s - 1) / s;
-      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * s + ext - x);
-      p.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      p.pad_end[i] = total - p.pad_begin[i];
-    } else if (auto_pad == "VALID") {
-      p.pad_begin[i] = p.pad_end[i] = 0;
-      out[i] = (x - ext) / s + 1;
-    } else if (auto_pad == "NOTSET") {
-      const int64_t span = x + p.pad_begin[i] + p.pad_end[i] - ext;
-      out[i] = (ceil ? (span + s - 1) / s : span / s) + 1;
-      // A window must start inside the input or its leading padding (ONNX/PyTorch ceil_mode rule).
-      if (ceil && (out[i] - 1) * s >= x + p.pad_begin[i]) --out[i];
-    } else {
+    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
       attrs.fail("auto_pad", "= '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
-    }
-    if (out[i] <= 0 || x + p.pad_begin[i] + p.pad_end[i] < ext)
-      attrs.fail("kernel_shape", fmt::format("is larger than the padded input {}", shape_str(in)));
+    const auto w = onnx_io::window_axis(in[i + 2], (p.kernel[i] - 1) * d + 1, s, p.pad_begin[i], p.pad_end[i], auto_pad, ceil);
+    if (!w || w->out <= 0) attrs.fail("kernel_shape", fmt::format("is larger than the padded input {}", shape_str(in)));
+    out[i] = w->out;
+    p.pad_begin[i] = w->pad_begin;
+    p.pad_end[i] = w->pad_end;
   }
   p.explicit_pad_end = p.pad_end;
   // oneDNN derives the output size with floor division; ceil_mode is expressed as extra trailing padding.
