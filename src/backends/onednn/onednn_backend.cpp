@@ -41,9 +41,13 @@ std::unique_ptr<Engine> load_engine(const std::vector<fs::path>& files, const En
 
 class OneDnnBackend : public Backend {
  public:
-  explicit OneDnnBackend(Json config) : config_(std::move(config)) {
+  // The config, already resolved against backend_params(), is read once here.
+  explicit OneDnnBackend(const Json& config)
+      : options_(engine_options(config)),
+        measure_(backends::measure_settings(config, options_.threads)),
+        cold_cache_(config.value("COLD_CACHE", true)) {
     // The ISA cap must precede every primitive of the process; a backend is the first to create any.
-    set_isa_cap(config_.value("ISA", ""));
+    set_isa_cap(config.value("ISA", ""));
   }
 
   std::string name() const override { return "onednn_cpu"; }
@@ -52,7 +56,7 @@ class OneDnnBackend : public Backend {
 
   std::string test_connection() override {
     return fmt::format("onednn_cpu: oneDNN {} in-process, ISA {}, {} threads of {} CPUs", dnnl_version(), effective_isa(),
-                       engine_options(config_).threads, std::thread::hardware_concurrency());
+                       options_.threads, std::thread::hardware_concurrency());
   }
 
   std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
@@ -60,7 +64,7 @@ class OneDnnBackend : public Backend {
     const std::string stem = converted_stem(onnx_path, file_name);
     Graph graph = load_graph(onnx_path);
     const std::string folded = folded_model(graph).SerializeAsString();
-    Engine engine(std::move(graph), engine_options(config_));  // compiling proves every node is supported
+    Engine engine(std::move(graph), options_);  // compiling proves every node is supported
     Json plan = engine.plan();
     plan["format"] = kPlanFormat;
     plan["version"] = kPlanVersion;
@@ -84,7 +88,7 @@ class OneDnnBackend : public Backend {
   }
 
   std::unique_ptr<BackendWrapper> build_wrapper(const std::vector<fs::path>& files) override {
-    return std::make_unique<Wrapper>(load_engine(files, engine_options(config_)));
+    return std::make_unique<Wrapper>(load_engine(files, options_));
   }
 
   // The plan written at conversion lists what a timed run executes; every step that is not a reorder is
@@ -98,7 +102,7 @@ class OneDnnBackend : public Backend {
   }
 
   LatencyStats profile(const std::vector<fs::path>& files) override {
-    auto engine = load_engine(files, engine_options(config_));
+    auto engine = load_engine(files, options_);
     engine->set_inputs(random_inputs(*engine));
     // Inputs go into their consumers' layouts once, here; the timed pipeline leaves out the edge reorders
     // (docs/profiling.md), as a kernel inside a network never pays them.
@@ -107,16 +111,18 @@ class OneDnnBackend : public Backend {
     spdlog::debug("onednn_cpu: timing {} primitives ({} reorders); edge reorders excluded: {}",
                   timed["primitives"].get<int>(), timed["reorders"].get<int>(), excluded_summary(timed).dump());
     std::function<void()> start_cold;
-    if (config_.value("COLD_CACHE", true)) start_cold = [&] { engine->start_cold(Pipeline::Profiling); };
+    if (cold_cache_) start_cold = [&] { engine->start_cold(Pipeline::Profiling); };
     const auto m = backends::measure([&] { engine->execute(Pipeline::Profiling); },
-                                      backends::measure_settings(config_, engine_options(config_).threads), start_cold);
+                                      measure_, start_cold);
     spdlog::debug("onednn_cpu: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", m.stats.count,
                   m.run_samples_ms.size(), 100 * m.run_cv, m.discarded_rounds);
     return m.stats;
   }
 
  private:
-  Json config_;
+  EngineOptions options_;
+  backends::MeasureSettings measure_;
+  bool cold_cache_;
 };
 
 }  // namespace

@@ -35,14 +35,17 @@ class Wrapper : public BackendWrapper {
 
 class XnnpackBackend : public Backend {
  public:
-  explicit XnnpackBackend(Json config) : config_(std::move(config)) {}
+  // The config, already resolved against backend_params(), is read once here (the measuring threads come
+  // from each loaded engine).
+  explicit XnnpackBackend(Json config)
+      : config_(std::move(config)), options_(engine_options(config_)), cold_cache_(config_.value("COLD_CACHE", true)) {}
 
   std::string name() const override { return kName; }
   bool is_available() const override { return true; }
   std::string get_version() const override { return xnnpack_version(); }
 
   std::string test_connection() override {
-    return fmt::format("{}: XNNPACK {} in-process, {} threads of {} CPUs", kName, xnnpack_version(), engine_options(config_).threads,
+    return fmt::format("{}: XNNPACK {} in-process, {} threads of {} CPUs", kName, xnnpack_version(), options_.threads,
                        std::thread::hardware_concurrency());
   }
 
@@ -50,7 +53,7 @@ class XnnpackBackend : public Backend {
     const std::string stem = converted_stem(onnx_path, file_name);
     const std::string tflite = tflite::export_tflite(onnx_path, kName);
     const fs::path model = work_dir / (stem + ".tflite");
-    Engine engine(tflite, model.filename().string(), engine_options(config_));  // lowering proves every op runs
+    Engine engine(tflite, model.filename().string(), options_);  // lowering proves every op runs
     Json plan = engine.plan();
     plan["format"] = kPlanFormat;
     plan["version"] = kPlanVersion;
@@ -67,7 +70,7 @@ class XnnpackBackend : public Backend {
   }
 
   std::unique_ptr<BackendWrapper> build_wrapper(const std::vector<fs::path>& files) override {
-    return std::make_unique<Wrapper>(load_engine(files, engine_options(config_)));
+    return std::make_unique<Wrapper>(load_engine(files, options_));
   }
 
   // Every step of the plan is one XNNPACK operator (or our transpose) with its fused activation and pads.
@@ -81,10 +84,10 @@ class XnnpackBackend : public Backend {
   }
 
   LatencyStats profile(const std::vector<fs::path>& files) override {
-    auto engine = load_engine(files, engine_options(config_));
+    auto engine = load_engine(files, options_);
     engine->set_inputs(backends::random_inputs(engine->input_specs()));
     std::function<void()> start_cold;
-    if (config_.value("COLD_CACHE", true)) start_cold = [&] { engine->start_cold(); };
+    if (cold_cache_) start_cold = [&] { engine->start_cold(); };
     const auto m = backends::measure([&] { engine->execute(); }, backends::measure_settings(config_, engine->threads()), start_cold);
     spdlog::debug("{}: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", kName, m.stats.count, m.run_samples_ms.size(),
                   100 * m.run_cv, m.discarded_rounds);
@@ -93,6 +96,8 @@ class XnnpackBackend : public Backend {
 
  private:
   Json config_;
+  EngineOptions options_;
+  bool cold_cache_;
 };
 
 }  // namespace
