@@ -32,9 +32,7 @@ class RegisterErrors : public ::testing::Test {
 
   // A package holding the built library `built` as backend.so, and a meta file naming its `class_name`.
   fs::path backend_meta_for(const char* built, const std::string& folder, const std::string& class_name) {
-    const fs::path pkg = tmp / folder;
-    fs::create_directories(pkg);
-    fs::copy_file(built, pkg / "backend.so");
+    const fs::path pkg = install_library(built, tmp / folder, "backend.so").parent_path();
     return write_meta(folder + ".yaml", "builtinName: other\npackageLocation: " + pkg.string() +
                                             "\nclassModule: backend\nclassName: " + class_name + "\n");
   }

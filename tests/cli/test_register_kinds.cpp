@@ -38,8 +38,7 @@ TEST(RegisterKinds, OperatorsAndTestcasesAreKeyedByImplement) {
   TempDir tmp;
   const fs::path home = tmp / "home";
   const fs::path pkg = tmp / "fusion";
-  fs::create_directories(pkg);
-  fs::copy_file(NNMETER_FUSION_PLUGIN, pkg / "fusion_plugin.so");
+  install_library(NNMETER_FUSION_PLUGIN, pkg, "fusion_plugin.so");
   write_text(pkg / "op.yaml", "builtin_name: myrelu\nimplement: onnx\npackage_location: " + pkg.string() +
                                   "\nclass_module: fusion_plugin\nclass_name: MyRelu\n");
   write_text(pkg / "tc.yaml", "builtin_name: relurelu\nimplement: onnx\npackage_location: " + pkg.string() +
@@ -68,8 +67,7 @@ TEST(RegisterKinds, TheEighthClassOfOneLibraryRegistersAndConnects) {
   TempDir tmp;
   const fs::path home = tmp / "home";
   const fs::path pkg = tmp / "many";
-  fs::create_directories(pkg);
-  fs::copy_file(NNMETER_MANY_CLASSES_PLUGIN, pkg / "many_classes.so");
+  install_library(NNMETER_MANY_CLASSES_PLUGIN, pkg, "many_classes.so");
   write_text(pkg / "meta.yaml", "builtinName: eighth\npackageLocation: " + pkg.string() +
                                     "\nclassModule: many_classes\nclassName: lastBackend\n");
   write_text(pkg / "op.yaml", "builtin_name: plainop\nimplement: onnx\npackage_location: " + pkg.string() +

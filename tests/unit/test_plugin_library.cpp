@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "registry/plugin_library.h"
-#include "support/test_support.h"
+#include "support/plugin_fixtures.h"
 
 namespace nnmeter {
 namespace {
@@ -17,10 +17,7 @@ class PluginLibraryTest : public ::testing::Test {
  protected:
   // Copies the built library `built` into the package folder as <module>.so; returns the copy.
   fs::path install(const char* built, const std::string& module) {
-    fs::create_directories(pkg);
-    const fs::path file = pkg / (module + ".so");
-    fs::copy_file(built, file, fs::copy_options::overwrite_existing);
-    return file;
+    return test::install_library(built, pkg, module + ".so");
   }
 
   TempDir tmp;
