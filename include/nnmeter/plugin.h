@@ -1,16 +1,24 @@
 /* nn-Meter plugin contract: everything a plugin library and nn-meter agree on.
  *
  * A plugin is a shared library (`<classModule>.so` or `lib<classModule>.so` in the plugin folder) that
- * exports one C function, `nnmeter_plugin_find_class`. It returns a table describing a class by name.
- * Only C types and JSON strings cross the library boundary, so a plugin built with another compiler or
- * standard library still works; exceptions never cross it.
+ * exports one C function, `nnmeter_plugin_info`. It returns the library's description: its ABI version,
+ * name and version, and every class it holds with the class's kind, name and function table. Only C types
+ * and JSON strings cross the library boundary, so a plugin built with another compiler or standard library
+ * still works; exceptions never cross it.
  *
  * Plugin authors normally do not touch the C part: they derive from one of the C++ bases below
- * (nnmeter::plugin::Backend, Kernel, Sampler, Parser, Operator, TestCase) and list their classes once:
+ * (nnmeter::plugin::Backend, Kernel, Sampler, Parser, Operator, TestCase) and list their classes once,
+ * with the library's name and version:
  *
- *     NNMETER_PLUGIN_CLASSES(MyBackend)
+ *     NNMETER_PLUGIN("my_backend", "1.0", MyBackend, MyOtherBackend)
  *
- * ABI history: 1 — first version.
+ * ABI history:
+ *   1 — first version: `nnmeter_plugin_find_class` looked classes up by name, methods were named by strings,
+ *       `create` reported errors through an out-parameter and `call` through its result buffer.
+ *   2 — one entry point `nnmeter_plugin_info` describing the whole library (classes can be listed); every
+ *       function of a class's table returns a status and failures are read from the library's `last_error`;
+ *       methods are numbered per kind; a library may hold any number of classes.
+ *       nn-meter refuses ABI-1 libraries with a message asking to rebuild them.
  */
 #ifndef NNMETER_PLUGIN_H
 #define NNMETER_PLUGIN_H
@@ -18,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NNMETER_PLUGIN_ABI_VERSION 1
+#define NNMETER_PLUGIN_ABI_VERSION 2
 
 #if defined(_WIN32)
 #define NNMETER_PLUGIN_EXPORT __declspec(dllexport)
@@ -30,30 +38,104 @@
 extern "C" {
 #endif
 
-/* One class of a plugin. Method calls take a JSON argument object and produce a result buffer
- * (JSON text, or raw bytes for methods documented as such). On failure `call` returns non-zero and the
- * result buffer holds a one-line error message. Buffers are released with `free_buffer`. */
+/* The values of the enums below are part of the ABI: they are never renumbered, only added to. */
+
+typedef enum nnmeter_plugin_kind {
+  NNMETER_PLUGIN_KIND_BACKEND = 1,
+  NNMETER_PLUGIN_KIND_KERNEL = 2,
+  NNMETER_PLUGIN_KIND_SAMPLER = 3,
+  NNMETER_PLUGIN_KIND_PARSER = 4,
+  NNMETER_PLUGIN_KIND_OPERATOR = 5,
+  NNMETER_PLUGIN_KIND_TESTCASE = 6
+} nnmeter_plugin_kind;
+
+/* The methods of each kind. Their JSON arguments and results are those of the C++ bases' methods of the
+ * same names below: an object with one member per parameter, and the return value as JSON (raw bytes for
+ * the get_model methods). */
+typedef enum nnmeter_backend_method {
+  NNMETER_BACKEND_PARAMS = 1,
+  NNMETER_BACKEND_IS_AVAILABLE = 2,
+  NNMETER_BACKEND_GET_VERSION = 3,
+  NNMETER_BACKEND_TEST_CONNECTION = 4,
+  NNMETER_BACKEND_TO_BACKEND = 5,
+  NNMETER_BACKEND_PROFILE = 6
+} nnmeter_backend_method;
+
+typedef enum nnmeter_kernel_method {
+  NNMETER_KERNEL_INPUT_TENSOR_SHAPE = 1,
+  NNMETER_KERNEL_GET_MODEL = 2
+} nnmeter_kernel_method;
+
+typedef enum nnmeter_sampler_method {
+  NNMETER_SAMPLER_PRIOR_CONFIG_SAMPLING = 1,
+  NNMETER_SAMPLER_FINEGRAINED_CONFIG_SAMPLING = 2
+} nnmeter_sampler_method;
+
+typedef enum nnmeter_parser_method {
+  NNMETER_PARSER_NEEDED_CONFIG = 1,
+  NNMETER_PARSER_GET_FEATURE_BY_CONFIG = 2,
+  NNMETER_PARSER_GET_CONFIG_BY_FEATURE = 3
+} nnmeter_parser_method;
+
+typedef enum nnmeter_operator_method {
+  NNMETER_OPERATOR_OUTPUT_SHAPE = 1,
+  NNMETER_OPERATOR_IS_TWO_INPUTS = 2,
+  NNMETER_OPERATOR_GET_MODEL = 3
+} nnmeter_operator_method;
+
+typedef enum nnmeter_testcase_method {
+  NNMETER_TESTCASE_GENERATE_TESTCASE = 1,
+  NNMETER_TESTCASE_RUN_TEST = 2,
+  NNMETER_TESTCASE_DEPENDS_ON = 3
+} nnmeter_testcase_method;
+
+/* What a class can do. Every function returns 0 on success and non-zero on failure; after a failure the
+ * library's `last_error`, called on the same thread, gives the one-line reason. */
+typedef struct nnmeter_plugin_functions {
+  /* Constructs an object from its config (a JSON object) into *out_self. */
+  int (*create)(const char* config_json, void** out_self);
+  int (*destroy)(void* self);
+  /* Calls method `method` (a value of the class's kind's enum) with a JSON argument object. On success
+   * *out_result holds the result (JSON text, or raw bytes), *out_size its length; release it with
+   * free_buffer. On failure *out_result is left NULL. */
+  int (*call)(void* self, uint32_t method, const char* args_json, char** out_result, size_t* out_size);
+  int (*free_buffer)(char* buffer);
+} nnmeter_plugin_functions;
+
 typedef struct nnmeter_plugin_class {
-  uint32_t abi_version; /* NNMETER_PLUGIN_ABI_VERSION the plugin was compiled against */
-  const char* kind;     /* "backend", "kernel", "sampler", "parser", "operator" or "testcase" */
-  const char* name;     /* the class name, as written in the meta file's className */
-  void* (*create)(const char* config_json, char** error);
-  void (*destroy)(void* self);
-  int (*call)(void* self, const char* method, const char* args_json, char** result, size_t* result_size);
-  void (*free_buffer)(char* buffer);
+  uint32_t kind;    /* an nnmeter_plugin_kind */
+  const char* name; /* the class name, as written in the meta file's className */
+  const nnmeter_plugin_functions* functions;
 } nnmeter_plugin_class;
 
-/* The one symbol nn-meter resolves in a plugin library: the class called `class_name`, or NULL. */
-typedef const nnmeter_plugin_class* (*nnmeter_plugin_find_class_fn)(const char* class_name);
-#define NNMETER_PLUGIN_ENTRY_POINT "nnmeter_plugin_find_class"
+typedef struct nnmeter_plugin_library {
+  /* NNMETER_PLUGIN_ABI_VERSION the library was compiled against. It stays the first member in every ABI
+   * version, so that nn-meter can read it before trusting the rest of the layout. */
+  uint32_t abi_version;
+  const char* name;    /* the library's name, for messages and listings */
+  const char* version; /* the library's own version string */
+  size_t class_count;
+  const nnmeter_plugin_class* classes;
+  /* The message of the last failed call made on this thread, valid until the next call on it. */
+  const char* (*last_error)(void);
+} nnmeter_plugin_library;
+
+/* The one symbol nn-meter resolves in a plugin library. The description it returns lives as long as the
+ * library is loaded; NULL means the library could not describe itself. */
+typedef const nnmeter_plugin_library* (*nnmeter_plugin_info_fn)(void);
+#define NNMETER_PLUGIN_ENTRY_POINT "nnmeter_plugin_info"
+/* The entry point of ABI 1, looked for only to tell the user that such a library must be rebuilt. */
+#define NNMETER_PLUGIN_ABI1_ENTRY_POINT "nnmeter_plugin_find_class"
 
 #ifdef __cplusplus
 }  // extern "C"
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -68,7 +150,7 @@ using json = nlohmann::json;
 
 class Backend {
  public:
-  static constexpr const char* kind = "backend";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_BACKEND;
   explicit Backend(const json& config) : config_(config) {}
   virtual ~Backend() = default;
   /* Parameters this backend reads from backend_config.yaml: [{"name","type","default","help"}], with
@@ -95,7 +177,7 @@ class Backend {
 
 class Kernel {
  public:
-  static constexpr const char* kind = "kernel";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_KERNEL;
   explicit Kernel(const json& config) : config_(config) {}
   virtual ~Kernel() = default;
   /* Shapes of every model input without the batch dimension, e.g. [[CIN, HW, HW]]. */
@@ -109,7 +191,7 @@ class Kernel {
 
 class Sampler {
  public:
-  static constexpr const char* kind = "sampler";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_SAMPLER;
   explicit Sampler(const json& config) : config_(config) {}
   virtual ~Sampler() = default;
   /* Returns a JSON array of configs. `seed` makes the result reproducible. */
@@ -122,7 +204,7 @@ class Sampler {
 
 class Parser {
  public:
-  static constexpr const char* kind = "parser";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_PARSER;
   explicit Parser(const json& config) : config_(config) {}
   virtual ~Parser() = default;
   virtual std::vector<std::string> needed_config() const = 0;
@@ -135,7 +217,7 @@ class Parser {
 
 class Operator {
  public:
-  static constexpr const char* kind = "operator";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_OPERATOR;
   explicit Operator(const json& config) : config_(config) {}
   virtual ~Operator() = default;
   /* Output shape (no batch) for the given input shape (no batch). */
@@ -150,7 +232,7 @@ class Operator {
 
 class TestCase {
  public:
-  static constexpr const char* kind = "testcase";
+  static constexpr nnmeter_plugin_kind kind = NNMETER_PLUGIN_KIND_TESTCASE;
   explicit TestCase(const json& config) : config_(config) {}
   virtual ~TestCase() = default;
   /* Writes the models to profile under `directory`; returns {"<model name>": {"model": path,
@@ -166,115 +248,184 @@ class TestCase {
 
 namespace detail {
 
+inline std::string& last_error_text() {
+  thread_local std::string text;
+  return text;
+}
+
+inline const char* last_error() { return last_error_text().c_str(); }
+
+inline void set_last_error(const char* reason) noexcept {
+  try {
+    last_error_text() = reason;
+  } catch (...) {
+    last_error_text().clear();  // no memory even for the message: nn-meter then says no reason was given
+  }
+}
+
+// Runs `body`, turning any exception into a failure status and the thread's last error: exceptions must
+// not unwind into nn-meter, which may be built with another compiler.
+template <class F>
+int guarded(F&& body) noexcept {
+  try {
+    body();
+    return 0;
+  } catch (const std::exception& e) {
+    set_last_error(e.what());
+  } catch (...) {
+    set_last_error("unknown exception");
+  }
+  return 1;
+}
+
 inline char* copy_buffer(const std::string& s, size_t* size) {
   char* out = static_cast<char*>(std::malloc(s.size() + 1));
-  if (out == nullptr) return nullptr;
+  if (out == nullptr) throw std::bad_alloc();
   std::memcpy(out, s.data(), s.size());
   out[s.size()] = '\0';
   if (size != nullptr) *size = s.size();
   return out;
 }
 
-inline std::string dispatch(Backend& b, const std::string& m, const json& a) {
-  if (m == "params") return b.params().dump();
-  if (m == "is_available") return json(b.is_available()).dump();
-  if (m == "get_version") return json(b.get_version()).dump();
-  if (m == "test_connection") return json(b.test_connection()).dump();
-  if (m == "to_backend")
-    return json(b.to_backend(a.at("onnx_path"), a.at("work_dir"), a.at("file_name"))).dump();
-  if (m == "profile") return b.profile(a.at("backend_files").get<std::vector<std::string>>()).dump();
-  throw std::runtime_error("backend plugin has no method '" + m + "'");
+[[noreturn]] inline void no_such_method(const char* kind, uint32_t method) {
+  throw std::runtime_error(std::string(kind) + " plugin has no method " + std::to_string(method) +
+                           " (the plugin was built against an older nn-Meter plugin.h)");
 }
-inline std::string dispatch(Kernel& k, const std::string& m, const json& a) {
-  if (m == "input_tensor_shape") return k.input_tensor_shape(a.at("config")).dump();
-  if (m == "get_model") return k.get_model(a.at("config"), a.at("batch_size").get<int>());
-  throw std::runtime_error("kernel plugin has no method '" + m + "'");
+
+inline std::string dispatch(Backend& b, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_BACKEND_PARAMS: return b.params().dump();
+    case NNMETER_BACKEND_IS_AVAILABLE: return json(b.is_available()).dump();
+    case NNMETER_BACKEND_GET_VERSION: return json(b.get_version()).dump();
+    case NNMETER_BACKEND_TEST_CONNECTION: return json(b.test_connection()).dump();
+    case NNMETER_BACKEND_TO_BACKEND:
+      return json(b.to_backend(a.at("onnx_path"), a.at("work_dir"), a.at("file_name"))).dump();
+    case NNMETER_BACKEND_PROFILE: return b.profile(a.at("backend_files").get<std::vector<std::string>>()).dump();
+  }
+  no_such_method("backend", m);
 }
-inline std::string dispatch(Sampler& s, const std::string& m, const json& a) {
-  if (m == "prior_config_sampling")
-    return s.prior_config_sampling(a.at("sample_num"), a.at("seed").get<uint64_t>()).dump();
-  if (m == "finegrained_config_sampling")
-    return s.finegrained_config_sampling(a.at("sample_num"), a.at("configs"), a.at("seed").get<uint64_t>()).dump();
-  throw std::runtime_error("sampler plugin has no method '" + m + "'");
+inline std::string dispatch(Kernel& k, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_KERNEL_INPUT_TENSOR_SHAPE: return k.input_tensor_shape(a.at("config")).dump();
+    case NNMETER_KERNEL_GET_MODEL: return k.get_model(a.at("config"), a.at("batch_size").get<int>());
+  }
+  no_such_method("kernel", m);
 }
-inline std::string dispatch(Parser& p, const std::string& m, const json& a) {
-  if (m == "needed_config") return json(p.needed_config()).dump();
-  if (m == "get_feature_by_config") return json(p.get_feature_by_config(a.at("config"))).dump();
-  if (m == "get_config_by_feature")
-    return p.get_config_by_feature(a.at("feature").get<std::vector<double>>()).dump();
-  throw std::runtime_error("parser plugin has no method '" + m + "'");
+inline std::string dispatch(Sampler& s, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_SAMPLER_PRIOR_CONFIG_SAMPLING:
+      return s.prior_config_sampling(a.at("sample_num"), a.at("seed").get<uint64_t>()).dump();
+    case NNMETER_SAMPLER_FINEGRAINED_CONFIG_SAMPLING:
+      return s.finegrained_config_sampling(a.at("sample_num"), a.at("configs"), a.at("seed").get<uint64_t>()).dump();
+  }
+  no_such_method("sampler", m);
 }
-inline std::string dispatch(Operator& o, const std::string& m, const json& a) {
-  if (m == "output_shape") return o.output_shape(a.at("input_shape")).dump();
-  if (m == "is_two_inputs") return json(o.is_two_inputs()).dump();
-  if (m == "get_model") return o.get_model(a.at("input_shape"), a.at("batch_size").get<int>());
-  throw std::runtime_error("operator plugin has no method '" + m + "'");
+inline std::string dispatch(Parser& p, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_PARSER_NEEDED_CONFIG: return json(p.needed_config()).dump();
+    case NNMETER_PARSER_GET_FEATURE_BY_CONFIG: return json(p.get_feature_by_config(a.at("config"))).dump();
+    case NNMETER_PARSER_GET_CONFIG_BY_FEATURE:
+      return p.get_config_by_feature(a.at("feature").get<std::vector<double>>()).dump();
+  }
+  no_such_method("parser", m);
 }
-inline std::string dispatch(TestCase& t, const std::string& m, const json& a) {
-  if (m == "generate_testcase") return t.generate_testcase(a.at("directory"), a.at("batch_size")).dump();
-  if (m == "run_test") return t.run_test(a.at("latencies_ms")).dump();
-  if (m == "depends_on") return json(t.depends_on()).dump();
-  throw std::runtime_error("testcase plugin has no method '" + m + "'");
+inline std::string dispatch(Operator& o, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_OPERATOR_OUTPUT_SHAPE: return o.output_shape(a.at("input_shape")).dump();
+    case NNMETER_OPERATOR_IS_TWO_INPUTS: return json(o.is_two_inputs()).dump();
+    case NNMETER_OPERATOR_GET_MODEL: return o.get_model(a.at("input_shape"), a.at("batch_size").get<int>());
+  }
+  no_such_method("operator", m);
+}
+inline std::string dispatch(TestCase& t, uint32_t m, const json& a) {
+  switch (m) {
+    case NNMETER_TESTCASE_GENERATE_TESTCASE: return t.generate_testcase(a.at("directory"), a.at("batch_size")).dump();
+    case NNMETER_TESTCASE_RUN_TEST: return t.run_test(a.at("latencies_ms")).dump();
+    case NNMETER_TESTCASE_DEPENDS_ON: return json(t.depends_on()).dump();
+  }
+  no_such_method("testcase", m);
 }
 
 template <class T>
-const nnmeter_plugin_class* describe(const char* name) {
-  static const nnmeter_plugin_class table = {
-      NNMETER_PLUGIN_ABI_VERSION,
-      T::kind,
-      name,
-      [](const char* config_json, char** error) -> void* {
-        try {
-          return new T(json::parse(config_json));
-        } catch (const std::exception& e) {
-          if (error != nullptr) *error = copy_buffer(e.what(), nullptr);
-        } catch (...) {
-          if (error != nullptr) *error = copy_buffer("unknown exception", nullptr);
-        }
-        return nullptr;
-      },
-      [](void* self) { delete static_cast<T*>(self); },
-      [](void* self, const char* method, const char* args_json, char** result, size_t* result_size) -> int {
-        try {
-          *result = copy_buffer(dispatch(*static_cast<T*>(self), method, json::parse(args_json)), result_size);
-          return 0;
-        } catch (const std::exception& e) {
-          *result = copy_buffer(e.what(), result_size);
-        } catch (...) {
-          *result = copy_buffer("unknown exception", result_size);
-        }
-        return 1;
-      },
-      [](char* buffer) { std::free(buffer); },
-  };
-  return &table;
+struct ClassFunctions {
+  static int create(const char* config_json, void** out_self) noexcept {
+    return guarded([&] {
+      if (config_json == nullptr || out_self == nullptr) throw std::invalid_argument("create called without config or out_self");
+      *out_self = new T(json::parse(config_json));
+    });
+  }
+  static int destroy(void* self) noexcept {
+    return guarded([&] { delete static_cast<T*>(self); });
+  }
+  static int call(void* self, uint32_t method, const char* args_json, char** out_result, size_t* out_size) noexcept {
+    return guarded([&] {
+      if (self == nullptr || args_json == nullptr || out_result == nullptr)
+        throw std::invalid_argument("call without object, arguments or out_result");
+      *out_result = nullptr;
+      *out_result = copy_buffer(dispatch(*static_cast<T*>(self), method, json::parse(args_json)), out_size);
+    });
+  }
+  static int free_buffer(char* buffer) noexcept {
+    std::free(buffer);
+    return 0;
+  }
+  static constexpr nnmeter_plugin_functions table = {&create, &destroy, &call, &free_buffer};
+};
+
+// The class names as the macro wrote them ("A, ns::B, C<int, 2>"), split at the commas that separate
+// classes (not those inside template arguments).
+inline std::vector<std::string> split_class_names(const std::string& list) {
+  std::vector<std::string> names;
+  int depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (c != ',' || depth != 0) continue;
+    const size_t first = list.find_first_not_of(' ', start);
+    names.push_back(first < i ? list.substr(first, list.find_last_not_of(' ', i - 1) - first + 1) : "");
+    start = i + 1;
+  }
+  return names;
+}
+
+template <class... Classes>
+struct Library {
+  Library(const char* name, const char* version, const char* class_list)
+      : names(split_class_names(class_list)),
+        classes{nnmeter_plugin_class{Classes::kind, nullptr, &ClassFunctions<Classes>::table}...} {
+    if (names.size() != classes.size()) throw std::logic_error("cannot split the class list");
+    for (size_t i = 0; i < classes.size(); ++i) classes[i].name = names[i].c_str();
+    info = {NNMETER_PLUGIN_ABI_VERSION, name, version, classes.size(), classes.data(), &last_error};
+  }
+  std::vector<std::string> names;
+  std::array<nnmeter_plugin_class, sizeof...(Classes)> classes;
+  nnmeter_plugin_library info{};
+};
+
+template <class... Classes>
+const nnmeter_plugin_library* describe_library(const char* name, const char* version, const char* class_list) noexcept {
+  static_assert(sizeof...(Classes) > 0, "NNMETER_PLUGIN needs at least one class");
+  static_assert((std::is_same_v<decltype(Classes::kind), const nnmeter_plugin_kind> && ...),
+                "every class listed in NNMETER_PLUGIN must derive from one of the bases of nnmeter::plugin");
+  try {
+    static const Library<Classes...> library(name, version, class_list);
+    return &library.info;
+  } catch (...) {
+    return nullptr;  // a later call tries again
+  }
 }
 
 }  // namespace detail
 }  // namespace nnmeter::plugin
 
-#define NNMETER_PLUGIN_DETAIL_CASE(C) \
-  if (std::strcmp(class_name, #C) == 0) return ::nnmeter::plugin::detail::describe<C>(#C);
-#define NNMETER_PLUGIN_DETAIL_EACH_1(C) NNMETER_PLUGIN_DETAIL_CASE(C)
-#define NNMETER_PLUGIN_DETAIL_EACH_2(C, ...) NNMETER_PLUGIN_DETAIL_CASE(C) NNMETER_PLUGIN_DETAIL_EACH_1(__VA_ARGS__)
-#define NNMETER_PLUGIN_DETAIL_EACH_3(C, ...) NNMETER_PLUGIN_DETAIL_CASE(C) NNMETER_PLUGIN_DETAIL_EACH_2(__VA_ARGS__)
-#define NNMETER_PLUGIN_DETAIL_EACH_4(C, ...) NNMETER_PLUGIN_DETAIL_CASE(C) NNMETER_PLUGIN_DETAIL_EACH_3(__VA_ARGS__)
-#define NNMETER_PLUGIN_DETAIL_EACH_5(C, ...) NNMETER_PLUGIN_DETAIL_CASE(C) NNMETER_PLUGIN_DETAIL_EACH_4(__VA_ARGS__)
-#define NNMETER_PLUGIN_DETAIL_EACH_6(C, ...) NNMETER_PLUGIN_DETAIL_CASE(C) NNMETER_PLUGIN_DETAIL_EACH_5(__VA_ARGS__)
-#define NNMETER_PLUGIN_DETAIL_PICK(_1, _2, _3, _4, _5, _6, NAME, ...) NAME
-#define NNMETER_PLUGIN_DETAIL_EACH(...)                                                                     \
-  NNMETER_PLUGIN_DETAIL_PICK(__VA_ARGS__, NNMETER_PLUGIN_DETAIL_EACH_6, NNMETER_PLUGIN_DETAIL_EACH_5,      \
-                             NNMETER_PLUGIN_DETAIL_EACH_4, NNMETER_PLUGIN_DETAIL_EACH_3,                   \
-                             NNMETER_PLUGIN_DETAIL_EACH_2, NNMETER_PLUGIN_DETAIL_EACH_1, unused)(__VA_ARGS__)
-
-/* Lists the plugin's classes (1 to 6) and defines the entry point nn-meter looks up. Use it once per
- * library, in one source file. */
-#define NNMETER_PLUGIN_CLASSES(...)                                                                   \
-  extern "C" NNMETER_PLUGIN_EXPORT const nnmeter_plugin_class* nnmeter_plugin_find_class(             \
-      const char* class_name) {                                                                      \
-    if (class_name == nullptr) return nullptr;                                                       \
-    NNMETER_PLUGIN_DETAIL_EACH(__VA_ARGS__)                                                          \
-    return nullptr;                                                                                  \
+/* Defines the entry point nn-meter looks up: the library's name and version (string literals) and its
+ * classes, any number of them. Use it once per library, in one source file. */
+#define NNMETER_PLUGIN(library_name, library_version, ...)                                           \
+  extern "C" NNMETER_PLUGIN_EXPORT const nnmeter_plugin_library* nnmeter_plugin_info(void) {         \
+    return ::nnmeter::plugin::detail::describe_library<__VA_ARGS__>(library_name, library_version,   \
+                                                                    #__VA_ARGS__);                   \
   }
 
 #endif  // __cplusplus

@@ -38,14 +38,19 @@ class PluginBackend final : public Backend {
       : name_(std::move(name)), object_(std::move(object)) {}
 
   std::string name() const override { return name_; }
-  bool is_available() const override { return object_->call("is_available").get<bool>(); }
-  std::string get_version() const override { return object_->call("get_version").get<std::string>(); }
-  std::string test_connection() override { return object_->call("test_connection").get<std::string>(); }
+  bool is_available() const override { return object_->call(plugin_methods::backend::is_available).get<bool>(); }
+  std::string get_version() const override {
+    return object_->call(plugin_methods::backend::get_version).get<std::string>();
+  }
+  std::string test_connection() override {
+    return object_->call(plugin_methods::backend::test_connection).get<std::string>();
+  }
 
   std::vector<fs::path> to_backend(const fs::path& onnx_path, const fs::path& work_dir,
                                    const std::string& file_name) override {
     const Json files = object_->call(
-        "to_backend", {{"onnx_path", onnx_path.string()}, {"work_dir", work_dir.string()}, {"file_name", file_name}});
+        plugin_methods::backend::to_backend,
+        {{"onnx_path", onnx_path.string()}, {"work_dir", work_dir.string()}, {"file_name", file_name}});
     std::vector<fs::path> out;
     for (const auto& f : files) out.emplace_back(f.get<std::string>());
     return out;
@@ -58,7 +63,7 @@ class PluginBackend final : public Backend {
   LatencyStats profile(const std::vector<fs::path>& backend_files) override {
     Json files = Json::array();
     for (const auto& f : backend_files) files.push_back(f.string());
-    const Json result = object_->call("profile", {{"backend_files", files}});
+    const Json result = object_->call(plugin_methods::backend::profile, {{"backend_files", files}});
     if (result.contains("latency_ms") && result["latency_ms"].is_array() && !result["latency_ms"].empty())
       return LatencyStats::from_samples(result["latency_ms"].get<std::vector<double>>());
     if (result.contains("avg") && result["avg"].is_number()) {
@@ -106,10 +111,10 @@ class PluginKernel final : public Kernel {
  public:
   explicit PluginKernel(std::unique_ptr<PluginObject> object) : object_(std::move(object)) {}
   std::vector<Shape> input_tensor_shape(const KernelConfig& config) const override {
-    return object_->call("input_tensor_shape", {{"config", config}}).get<std::vector<Shape>>();
+    return object_->call(plugin_methods::kernel::input_tensor_shape, {{"config", config}}).get<std::vector<Shape>>();
   }
   std::string build_onnx(const KernelConfig& config, int batch_size) const override {
-    return object_->call_bytes("get_model", {{"config", config}, {"batch_size", batch_size}});
+    return object_->call_bytes(plugin_methods::kernel::get_model, {{"config", config}, {"batch_size", batch_size}});
   }
 
  private:
@@ -120,13 +125,14 @@ class PluginSampler final : public ConfigSampler {
  public:
   explicit PluginSampler(std::unique_ptr<PluginObject> object) : object_(std::move(object)) {}
   std::vector<KernelConfig> prior_config_sampling(int sample_num, uint64_t seed) override {
-    return object_->call("prior_config_sampling", {{"sample_num", sample_num}, {"seed", seed}})
+    return object_->call(plugin_methods::sampler::prior_config_sampling, {{"sample_num", sample_num}, {"seed", seed}})
         .get<std::vector<KernelConfig>>();
   }
   std::vector<KernelConfig> finegrained_config_sampling(int sample_num, const std::vector<KernelConfig>& configs,
                                                         uint64_t seed) override {
     return object_
-        ->call("finegrained_config_sampling", {{"sample_num", sample_num}, {"configs", configs}, {"seed", seed}})
+        ->call(plugin_methods::sampler::finegrained_config_sampling,
+               {{"sample_num", sample_num}, {"configs", configs}, {"seed", seed}})
         .get<std::vector<KernelConfig>>();
   }
 
@@ -138,13 +144,14 @@ class PluginParser final : public FeatureParser {
  public:
   explicit PluginParser(std::unique_ptr<PluginObject> object) : object_(std::move(object)) {}
   std::vector<std::string> needed_config() const override {
-    return object_->call("needed_config").get<std::vector<std::string>>();
+    return object_->call(plugin_methods::parser::needed_config).get<std::vector<std::string>>();
   }
   std::vector<double> get_feature_by_config(const KernelConfig& config) const override {
-    return object_->call("get_feature_by_config", {{"config", config}}).get<std::vector<double>>();
+    return object_->call(plugin_methods::parser::get_feature_by_config, {{"config", config}})
+        .get<std::vector<double>>();
   }
   KernelConfig get_config_by_feature(const std::vector<double>& feature) const override {
-    return object_->call("get_config_by_feature", {{"feature", feature}});
+    return object_->call(plugin_methods::parser::get_config_by_feature, {{"feature", feature}});
   }
 
  private:
@@ -155,11 +162,12 @@ class PluginOperator final : public Operator {
  public:
   explicit PluginOperator(std::unique_ptr<PluginObject> object) : object_(std::move(object)) {}
   Shape output_shape(const Shape& input_shape) const override {
-    return object_->call("output_shape", {{"input_shape", input_shape}}).get<Shape>();
+    return object_->call(plugin_methods::op::output_shape, {{"input_shape", input_shape}}).get<Shape>();
   }
-  bool is_two_inputs() const override { return object_->call("is_two_inputs").get<bool>(); }
+  bool is_two_inputs() const override { return object_->call(plugin_methods::op::is_two_inputs).get<bool>(); }
   std::string build_onnx(const Shape& input_shape, int batch_size) const override {
-    return object_->call_bytes("get_model", {{"input_shape", input_shape}, {"batch_size", batch_size}});
+    return object_->call_bytes(plugin_methods::op::get_model,
+                               {{"input_shape", input_shape}, {"batch_size", batch_size}});
   }
 
  private:
@@ -170,18 +178,18 @@ class PluginTestCase final : public TestCase {
  public:
   explicit PluginTestCase(std::unique_ptr<PluginObject> object) : object_(std::move(object)) {}
   std::map<std::string, TestCaseModel> generate_testcase(const fs::path& directory, int batch_size) override {
-    const Json models =
-        object_->call("generate_testcase", {{"directory", directory.string()}, {"batch_size", batch_size}});
+    const Json models = object_->call(plugin_methods::testcase::generate_testcase,
+                                      {{"directory", directory.string()}, {"batch_size", batch_size}});
     std::map<std::string, TestCaseModel> out;
     for (const auto& [name, m] : models.items())
       out[name] = TestCaseModel{m.at("model").get<std::string>(), m.at("shapes").get<std::vector<Shape>>()};
     return out;
   }
   Json run_test(const std::map<std::string, double>& latencies_ms) override {
-    return object_->call("run_test", {{"latencies_ms", latencies_ms}});
+    return object_->call(plugin_methods::testcase::run_test, {{"latencies_ms", latencies_ms}});
   }
   std::vector<std::string> depends_on() const override {
-    return object_->call("depends_on").get<std::vector<std::string>>();
+    return object_->call(plugin_methods::testcase::depends_on).get<std::vector<std::string>>();
   }
 
  private:
@@ -192,7 +200,9 @@ class PluginTestCase final : public TestCase {
 
 Json plugin_backend_declared_params(const ModuleEntry& entry) {
   return with_reregister_hint("backend", entry.name, [&] {
-    return load_class(entry.meta, "classModule", "className", "backend").create(backend_default_config(entry.meta))->call("params");
+    return load_class(entry.meta, "classModule", "className", "backend")
+        .create(backend_default_config(entry.meta))
+        ->call(plugin_methods::backend::params);
   });
 }
 
@@ -264,7 +274,7 @@ void validate_plugin(ModuleKind kind, const Json& meta) {
   switch (kind) {
     case ModuleKind::Backend: {
       const auto object = load_class(meta, "classModule", "className", "backend").create(backend_default_config(meta));
-      params_from_json(object->call("params"), str(meta, "className"));
+      params_from_json(object->call(plugin_methods::backend::params), str(meta, "className"));
       return;
     }
     case ModuleKind::Kernel:

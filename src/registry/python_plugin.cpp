@@ -62,10 +62,10 @@ class PythonPluginObject final : public PluginObject {
     answer_of(host_->request({{"config", config}}, kStartTimeoutS), "loading");
   }
 
-  std::string call_bytes(const std::string& method, const Json& args) const override {
+  std::string call_bytes(const PluginMethod& method, const Json& args) const override {
     std::string name = (fs::temp_directory_path() / "nn-meter-plugin-XXXXXX").string();
     const int fd = ::mkstemp(name.data());
-    if (fd < 0) throw Error("cannot create a temporary file for " + label_ + "'s " + method + " result");
+    if (fd < 0) throw Error("cannot create a temporary file for " + label_ + "'s " + std::string(method.name) + " result");
     ::close(fd);
     const fs::path file = name;
     struct Remove {
@@ -75,25 +75,27 @@ class PythonPluginObject final : public PluginObject {
         fs::remove(f, ec);
       }
     } remove{file};
-    answer_of(host_->request({{"method", method}, {"args", args}, {"bytes_to", file.string()}}, kCallTimeoutS), method);
+    answer_of(host_->request({{"method", method.name}, {"args", args}, {"bytes_to", file.string()}}, kCallTimeoutS),
+              method.name);
     return io::read_file(file);
   }
 
  protected:
-  std::string call_json(const std::string& method, const Json& args) const override {
-    return answer_of(host_->request({{"method", method}, {"args", args}}, kCallTimeoutS), method).dump();
+  std::string call_json(const PluginMethod& method, const Json& args) const override {
+    return answer_of(host_->request({{"method", method.name}, {"args", args}}, kCallTimeoutS), method.name).dump();
   }
   const std::string& label() const override { return label_; }
 
  private:
-  Json answer_of(const std::variant<Json, std::string>& reply, const std::string& method) const {
+  Json answer_of(const std::variant<Json, std::string>& reply, std::string_view method) const {
     if (const auto* why = std::get_if<std::string>(&reply))
-      throw Error(label_ + ": its Python plugin host " + *why + " in " + method);
+      throw Error(label_ + ": its Python plugin host " + *why + " in " + std::string(method));
     const Json& answer = std::get<Json>(reply);
     if (answer.contains("error"))
-      throw Error(label_ + (method == "loading" ? " could not be loaded: " : " failed in " + method + ": ") +
+      throw Error(label_ + (method == "loading" ? " could not be loaded: " : " failed in " + std::string(method) + ": ") +
                   answer["error"].get<std::string>());
-    if (!answer.contains("ok")) throw Error(label_ + ": its Python plugin host answered without a result in " + method);
+    if (!answer.contains("ok"))
+      throw Error(label_ + ": its Python plugin host answered without a result in " + std::string(method));
     return answer["ok"];
   }
 

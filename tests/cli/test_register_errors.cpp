@@ -20,13 +20,21 @@ class RegisterErrors : public ::testing::Test {
 
   // Runs the command and checks the failure contract: non-zero exit, exactly one stderr line containing
   // `expected`, no stdout, and registry.yaml unchanged.
-  void expect_refused(const std::vector<std::string>& args, const std::string& expected) {
-    const CliResult r = run_cli(args, home);
+  void expect_refused(const std::vector<std::string>& args, const std::string& expected,
+                      const std::map<std::string, std::string>& env = {}) {
+    const CliResult r = run_cli(args, home, env);
     EXPECT_NE(r.exit_code, 0) << r.out;
     EXPECT_TRUE(contains(r.err, expected)) << "stderr: " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_TRUE(r.err.rfind("(nn-Meter) ", 0) == 0) << r.err;
     EXPECT_EQ(read_text(home / "config" / "registry.yaml"), registry_before);
+  }
+
+  // A package holding the built library `built` as backend.so, and a meta file naming its `class_name`.
+  fs::path backend_meta_for(const char* built, const std::string& folder, const std::string& class_name) {
+    const fs::path pkg = install_library(built, tmp / folder, "backend.so").parent_path();
+    return write_meta(folder + ".yaml", "builtinName: other\npackageLocation: " + pkg.string() +
+                                            "\nclassModule: backend\nclassName: " + class_name + "\n");
   }
 
   fs::path write_meta(const std::string& name, const std::string& text) {
@@ -79,22 +87,36 @@ TEST_F(RegisterErrors, MissingEntryPoint) {
   fs::copy_file(NNMETER_NO_ENTRY_PLUGIN, pkg / "libbackend.so");
   const auto m = write_meta("m.yaml", "builtinName: other\npackageLocation: " + pkg.string() +
                                           "\nclassModule: backend\nclassName: myBackend\n");
-  expect_refused({"register", "--backend", m.string()}, "does not export nnmeter_plugin_find_class");
+  expect_refused({"register", "--backend", m.string()},
+                 "does not export nnmeter_plugin_info (declare its classes with NNMETER_PLUGIN");
 }
 
-TEST_F(RegisterErrors, MissingClass) {
+TEST_F(RegisterErrors, MissingClassListsTheLibrarysClasses) {
   const auto m = write_meta("m.yaml", "builtinName: other\npackageLocation: " + package.string() +
                                           "\nclassModule: backend\nclassName: NoSuchClass\n");
-  expect_refused({"register", "--backend", m.string()}, "has no class 'NoSuchClass'");
+  expect_refused({"register", "--backend", m.string()}, "has no class 'NoSuchClass' (it has myBackend; ");
 }
 
-TEST_F(RegisterErrors, AbiMismatch) {
-  const fs::path pkg = tmp / "future";
-  fs::create_directories(pkg);
-  fs::copy_file(NNMETER_BAD_ABI_PLUGIN, pkg / "backend.so");
-  const auto m = write_meta("m.yaml", "builtinName: other\npackageLocation: " + pkg.string() +
-                                          "\nclassModule: backend\nclassName: futureBackend\n");
-  expect_refused({"register", "--backend", m.string()}, "was built for plugin ABI 2 but this nn-meter uses ABI 1");
+TEST_F(RegisterErrors, Abi1LibraryIsToldToRebuild) {
+  const auto m = backend_meta_for(NNMETER_ABI1_PLUGIN, "old", "oldBackend");
+  expect_refused({"register", "--backend", m.string()},
+                 "Registration failed: plugin library " + (tmp / "old" / "backend.so").string() +
+                     " was built against nn-Meter plugin ABI 1; rebuild it against ABI 2 (include/nnmeter/plugin.h)");
+}
+
+TEST_F(RegisterErrors, FutureAbiIsRefused) {
+  const auto m = backend_meta_for(NNMETER_BAD_ABI_PLUGIN, "future", "futureBackend");
+  expect_refused({"register", "--backend", m.string()},
+                 "was built against nn-Meter plugin ABI 3, newer than this nn-meter's ABI 2; rebuild it against ABI 2");
+}
+
+// The description is read in the probe child: a library describing itself wrongly costs one line.
+TEST_F(RegisterErrors, MalformedLibraryDescriptionIsRefused) {
+  const auto m = backend_meta_for(NNMETER_BAD_ABI_PLUGIN, "hollow", "futureBackend");
+  expect_refused({"register", "--backend", m.string()}, "describes itself wrongly (a class count but no classes)",
+                 {{"NNMETER_BAD_PLUGIN_INFO", "no_classes"}});
+  expect_refused({"register", "--backend", m.string()}, "returned no description from nnmeter_plugin_info",
+                 {{"NNMETER_BAD_PLUGIN_INFO", "null"}});
 }
 
 TEST_F(RegisterErrors, WrongKindOfClass) {

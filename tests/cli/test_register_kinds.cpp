@@ -38,8 +38,7 @@ TEST(RegisterKinds, OperatorsAndTestcasesAreKeyedByImplement) {
   TempDir tmp;
   const fs::path home = tmp / "home";
   const fs::path pkg = tmp / "fusion";
-  fs::create_directories(pkg);
-  fs::copy_file(NNMETER_FUSION_PLUGIN, pkg / "fusion_plugin.so");
+  install_library(NNMETER_FUSION_PLUGIN, pkg, "fusion_plugin.so");
   write_text(pkg / "op.yaml", "builtin_name: myrelu\nimplement: onnx\npackage_location: " + pkg.string() +
                                   "\nclass_module: fusion_plugin\nclass_name: MyRelu\n");
   write_text(pkg / "tc.yaml", "builtin_name: relurelu\nimplement: onnx\npackage_location: " + pkg.string() +
@@ -61,6 +60,27 @@ TEST(RegisterKinds, OperatorsAndTestcasesAreKeyedByImplement) {
   EXPECT_EQ(run_cli({"unregister", "--operator", "myrelu", "onnx"}, home).exit_code, 0);
   EXPECT_EQ(run_cli({"unregister", "--testcase", "relurelu", "onnx"}, home).exit_code, 0);
   EXPECT_FALSE(contains(run_cli({"--list-operators"}, home).out, "myrelu"));
+}
+
+// ABI 1's macro stopped at six classes: the eighth class of one library registers, connects and profiles.
+TEST(RegisterKinds, TheEighthClassOfOneLibraryRegistersAndConnects) {
+  TempDir tmp;
+  const fs::path home = tmp / "home";
+  const fs::path pkg = tmp / "many";
+  install_library(NNMETER_MANY_CLASSES_PLUGIN, pkg, "many_classes.so");
+  write_text(pkg / "meta.yaml", "builtinName: eighth\npackageLocation: " + pkg.string() +
+                                    "\nclassModule: many_classes\nclassName: lastBackend\n");
+  write_text(pkg / "op.yaml", "builtin_name: plainop\nimplement: onnx\npackage_location: " + pkg.string() +
+                                  "\nclass_module: many_classes\nclass_name: plainOperator\n");
+  CliResult r = run_cli({"register", "--backend", (pkg / "meta.yaml").string()}, home);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "(nn-Meter) Successfully register backend eighth\n");
+  EXPECT_EQ(run_cli({"register", "--operator", (pkg / "op.yaml").string()}, home).out,
+            "(nn-Meter) Successfully register operator: plainop\n");
+  ASSERT_EQ(run_cli({"create", "--customized-workspace", (tmp / "ws").string(), "--backend", "eighth"}, home).exit_code, 0);
+  r = run_cli({"connect", "--backend", "eighth", "--workspace", (tmp / "ws").string()}, home);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "eighth of eight\n");
 }
 
 TEST(RegisterKinds, PredictorRegisterListUnregisterByVersion) {

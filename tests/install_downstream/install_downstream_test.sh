@@ -17,6 +17,9 @@ if grep -rlE '#include <(onnx|dnnl|oneapi|xgboost|yaml-cpp|spdlog|CLI)' "$tmp/pr
   echo "FAIL: a public header includes a private dependency"; exit 1
 fi
 if grep -rl 'onnx::' "$tmp/prefix/include/nnmeter"; then echo "FAIL: a public header names onnx::"; exit 1; fi
+# The plugin contract's C part is C: a plugin may be written in it.
+cc -x c -std=c99 -pedantic -Werror -fsyntax-only "$tmp/prefix/include/nnmeter/plugin.h" ||
+  { echo "FAIL: plugin.h does not compile as C"; exit 1; }
 grep -qF "list\\-backends" "$tmp/prefix/share/man/man1/nn-meter.1" || { echo "FAIL: the man page lacks the options"; exit 1; }
 # The installed CLI runs from its own prefix (RPATH), not from the build tree.
 "$tmp/prefix/bin/nn-meter" --version | grep -q "nn-meter" || { echo "FAIL: installed nn-meter does not run"; exit 1; }
@@ -26,6 +29,8 @@ env -u LD_LIBRARY_PATH "$tmp/prefix/libexec/nnmeter/nn-meter-worker" --help | gr
 cmake -S "$project" -B "$tmp/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$tmp/build" -j 2 >/dev/null
 [ -f "$tmp/build/downstream_plugin.so" ] || { echo "FAIL: nnmeter_add_plugin built nothing"; exit 1; }
+nm -D --defined-only "$tmp/build/downstream_plugin.so" | grep -qw nnmeter_plugin_info ||
+  { echo "FAIL: the plugin does not export nnmeter_plugin_info"; exit 1; }
 mkdir -p "$tmp/run"
 LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/build/downstream" "$tmp/run" | tee "$tmp/out.txt"
 grep -q "^predicted .* ms for 1 kernels" "$tmp/out.txt" || { echo "FAIL: unexpected output"; exit 1; }

@@ -55,4 +55,4 @@ class chaosBackend : public nnmeter::plugin::Backend {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(chaosBackend)
+NNMETER_PLUGIN("chaos_backend", "1", chaosBackend)

@@ -65,4 +65,4 @@ class ReluReluCase : public nnmeter::plugin::TestCase {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(MyRelu, ReluReluCase)
+NNMETER_PLUGIN("fusion_plugin", "1", MyRelu, ReluReluCase)

@@ -2,6 +2,12 @@
 
 namespace nnmeter::test {
 
+fs::path install_library(const fs::path& built, const fs::path& dir, const std::string& file_name) {
+  fs::create_directories(dir);
+  fs::copy_file(built, dir / file_name, fs::copy_options::overwrite_existing);
+  return dir / file_name;
+}
+
 fs::path make_backend_package(const fs::path& dir, const std::string& name) {
   fs::create_directories(dir);
   fs::copy_file(NNMETER_EXAMPLE_BACKEND_PLUGIN, dir / "backend.so", fs::copy_options::overwrite_existing);

@@ -5,6 +5,8 @@
 
 namespace nnmeter::test {
 
+// Copies the built library `built` into `dir` (created) as `file_name`; returns the copy.
+fs::path install_library(const fs::path& built, const fs::path& dir, const std::string& file_name);
 // Creates <dir>/backend.so + config.yaml + meta_backend.yaml (builtinName `name`, className myBackend).
 fs::path make_backend_package(const fs::path& dir, const std::string& name = "my_backend");
 // Creates <dir>/backend.so (tests/support/chaos_backend.cpp) + meta.yaml (builtinName chaos).

@@ -87,4 +87,4 @@ class myBackend : public nnmeter::plugin::Backend {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(myBackend)
+NNMETER_PLUGIN("custom_backend", "1.0", myBackend)

@@ -54,4 +54,4 @@ class MySampler : public nnmeter::plugin::Sampler {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(MySampler)
+NNMETER_PLUGIN("custom_kernel_sampler", "1.0", MySampler)

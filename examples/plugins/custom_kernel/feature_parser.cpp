@@ -34,4 +34,4 @@ class MyParser : public nnmeter::plugin::Parser {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(MyParser)
+NNMETER_PLUGIN("custom_kernel_parser", "1.0", MyParser)

@@ -105,4 +105,4 @@ class MyKernel : public nnmeter::plugin::Kernel {
 
 }  // namespace
 
-NNMETER_PLUGIN_CLASSES(MyKernel)
+NNMETER_PLUGIN("custom_kernel", "1.0", MyKernel)
