@@ -6,6 +6,8 @@
 
 namespace nnmeter {
 
+namespace plugin_methods = registry::plugin_methods;
+
 namespace {
 
 std::string str(const Json& meta, const char* key) {

@@ -16,7 +16,7 @@ struct PluginMethod {
   std::string_view name;
 };
 
-namespace plugin_methods {
+namespace registry::plugin_methods {
 namespace backend {
 inline constexpr PluginMethod params{NNMETER_BACKEND_PARAMS, "params"};
 inline constexpr PluginMethod is_available{NNMETER_BACKEND_IS_AVAILABLE, "is_available"};
@@ -49,7 +49,7 @@ inline constexpr PluginMethod generate_testcase{NNMETER_TESTCASE_GENERATE_TESTCA
 inline constexpr PluginMethod run_test{NNMETER_TESTCASE_RUN_TEST, "run_test"};
 inline constexpr PluginMethod depends_on{NNMETER_TESTCASE_DEPENDS_ON, "depends_on"};
 }  // namespace testcase
-}  // namespace plugin_methods
+}  // namespace registry::plugin_methods
 
 // An instance of a plugin class: a C++ class in a shared library (calls through its C table), or a
 // Python class run by a plugin host process. A plugin-side failure arrives as its message and is rethrown

@@ -42,20 +42,20 @@ TEST_F(PluginLibraryTest, CallsEachKindByMethodNumber) {
   const auto load = [&](const std::string& cls, const std::string& kind) {
     return PluginClass::load(pkg, "many", cls, kind).create(Json::object());
   };
-  EXPECT_EQ(load("lastBackend", "backend")->call(plugin_methods::backend::test_connection), "eighth of eight");
-  EXPECT_EQ(load("lastBackend", "backend")->call(plugin_methods::backend::profile, {{"backend_files", {"m"}}}),
+  EXPECT_EQ(load("lastBackend", "backend")->call(registry::plugin_methods::backend::test_connection), "eighth of eight");
+  EXPECT_EQ(load("lastBackend", "backend")->call(registry::plugin_methods::backend::profile, {{"backend_files", {"m"}}}),
             (Json{{"latency_ms", {2.0, 2.5}}}));
-  EXPECT_EQ(load("plainKernel", "kernel")->call_bytes(plugin_methods::kernel::get_model, {{"config", Json::object()},
+  EXPECT_EQ(load("plainKernel", "kernel")->call_bytes(registry::plugin_methods::kernel::get_model, {{"config", Json::object()},
                                                                                            {"batch_size", 1}}),
             "not a model");
   EXPECT_EQ(load("plainSampler", "sampler")
-                ->call(plugin_methods::sampler::prior_config_sampling, {{"sample_num", 2}, {"seed", 1}}),
+                ->call(registry::plugin_methods::sampler::prior_config_sampling, {{"sample_num", 2}, {"seed", 1}}),
             (Json{{{"HW", 1}}, {{"HW", 2}}}));
-  EXPECT_EQ(load("plainParser", "parser")->call(plugin_methods::parser::get_feature_by_config, {{"config", {{"HW", 7}}}}),
+  EXPECT_EQ(load("plainParser", "parser")->call(registry::plugin_methods::parser::get_feature_by_config, {{"config", {{"HW", 7}}}}),
             Json({7.0}));
-  EXPECT_EQ(load("plainOperator", "operator")->call(plugin_methods::op::output_shape, {{"input_shape", {1, 2}}}),
+  EXPECT_EQ(load("plainOperator", "operator")->call(registry::plugin_methods::op::output_shape, {{"input_shape", {1, 2}}}),
             Json({1, 2}));
-  EXPECT_EQ(load("plainTestCase", "testcase")->call(plugin_methods::testcase::depends_on), Json::array());
+  EXPECT_EQ(load("plainTestCase", "testcase")->call(registry::plugin_methods::testcase::depends_on), Json::array());
   // A number the class's kind does not have is the plugin's one-line error, not undefined behaviour.
   const PluginMethod unknown{99, "method_99"};
   EXPECT_EQ(error_of([&] { load("plainTestCase", "testcase")->call(unknown); }),
@@ -71,12 +71,12 @@ TEST_F(PluginLibraryTest, PluginFailuresArriveAsTheFirstLineOfItsLastError) {
   EXPECT_EQ(error_of([&] { broken.create({{"BREAK", true}}); }),
             label + " could not be constructed: cannot reach the device");
   const auto object = broken.create(Json::object());
-  EXPECT_EQ(error_of([&] { object->call(plugin_methods::backend::profile, {{"backend_files", {"m"}}}); }),
+  EXPECT_EQ(error_of([&] { object->call(registry::plugin_methods::backend::profile, {{"backend_files", {"m"}}}); }),
             label + " failed in profile: the device is gone");
   // Arguments the class cannot read are its error too (a JSON exception inside the plugin).
-  EXPECT_TRUE(contains(error_of([&] { object->call(plugin_methods::backend::to_backend, Json::object()); }),
+  EXPECT_TRUE(contains(error_of([&] { object->call(registry::plugin_methods::backend::to_backend, Json::object()); }),
                        label + " failed in to_backend: "));
-  EXPECT_EQ(object->call(plugin_methods::backend::test_connection), "broken but constructed");
+  EXPECT_EQ(object->call(registry::plugin_methods::backend::test_connection), "broken but constructed");
 }
 
 TEST_F(PluginLibraryTest, MissingClassAndWrongKindNameWhatTheLibraryHas) {
