@@ -5,7 +5,11 @@
 # reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
-# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
+# With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
+# no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 models
+# of all 14 families alone (`evaluate --kernels`, 3 repeats) to split their error into kernel predictors and
+# composition. OUT/timeline has the start of each step: kernels and models measured in one session.
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
@@ -31,11 +35,14 @@ DRIFT_PROBE_EVERY: 500
 YAML
 # PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
 # `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
+# The prior library's names of the 14 evaluated families: their layers must not be training samples.
 cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
 PRIOR_ROWS: ${PRIOR_ROWS:-0}
+PRIOR_ROWS_EXCLUDE: [alexnet, densenet121, efficientnetb0, googlenet, mnasnet, mobilenetv1, mobilenetv2,
+                     mobilenetv3, resnet18, resnet34, resnet50, shufflenetv2x1-0, squeezenet, vgg11]
 ALIGNED_CHANNELS: 0
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
@@ -58,10 +65,21 @@ KERNELS:
   split:          {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   channelshuffle: {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
 YAML
+stamp() { echo "$1 $(date -u +%FT%TZ)" | tee -a "$out/timeline"; }
+stamp build
 /usr/bin/time -f "%e s elapsed, %M KB peak" -o "$out/build.time" "$nnm" build --workspace "$ws" --backend "$backend" \
-  --predictor-name "${backend}_repeats" --regressor gbdt | tee "$out/build.log"
+  --predictor-name "${backend}_repeats" --regressor gbdt --seed "${SEED:-1}" | tee "$out/build.log"
 cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+stamp evaluate
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate --predictor "$ws/predictor_build/predictor" \
   --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html" | tee "$out/evaluate.txt"
 cat "$out/evaluate.time"
+if [ "${KERNELS_EVAL:-0}" = 1 ]; then
+  stamp evaluate_kernels
+  mkdir -p "$out/models_k"
+  cp "$out"/models/*_r224_w1.onnx "$out/models_k/"
+  "$nnm" evaluate --predictor "$ws/predictor_build/predictor" --onnx "$out/models_k" --kernels --repeats 3 \
+    --work-dir "$out/evaluate_k" --report "$out/report_k.html" | tee "$out/evaluate_k.txt"
+fi
+stamp end
