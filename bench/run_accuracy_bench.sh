@@ -6,9 +6,9 @@
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
-# no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 models
-# of all 14 families alone (`evaluate --kernels`, 3 repeats) to split their error into kernel predictors and
-# composition. OUT/timeline has the start of each step: kernels and models measured in one session.
+# no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
+# models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
+# predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
 # Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
