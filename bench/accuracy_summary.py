@@ -2,9 +2,11 @@
 """Reads an `nn-meter evaluate` results.json and prints what bench/RESULTS-accuracy.md quotes: the summary next
 to the measurement's repeatability, the mean error per family, the same scored against the run's common level
 (every prediction times the median measured/predicted ratio: a diagnostic of how much of the error is one
-shared offset, not a claim), and with `--kernels` results the per-kernel-type split.
+shared offset, not a claim) and with the factor fitted leave-one-family-out (from the other families only: what
+one factor learnt on other networks would give), with `--kernels` results the per-kernel-type split, and with
+`--again` how well the same models measured in another run agree with these measurements.
 
-Usage: bench/accuracy_summary.py RESULTS_JSON [RESULTS_JSON_WITH_KERNELS]
+Usage: bench/accuracy_summary.py RESULTS_JSON [RESULTS_JSON_WITH_KERNELS] [--again OTHER_RESULTS_JSON]
 """
 import json
 import statistics
@@ -24,6 +26,17 @@ def line(name, errors):
             f"±10 % {share(errors, 0.10):.1f} %, mean {100 * statistics.mean(errors):+.1f} %")
 
 
+def agreement(path, other_path):
+    """Two runs' measurements of the same models: the ratio and the share agreeing within ±5 % / ±10 %."""
+    first = {m["model"]: m["measured_ms"] for m in json.load(open(path))["models"] if m["measured_ms"]}
+    other = {m["model"]: m["measured_ms"] for m in json.load(open(other_path))["models"] if m["measured_ms"]}
+    ratios = [other[k] / first[k] for k in first if k in other]
+    deviations = [abs(r - 1) / min(1, r) for r in ratios]
+    print(f"\nthe other run against this one, {len(ratios)} models: median ratio {statistics.median(ratios):.3f} "
+          f"({min(ratios):.2f}..{max(ratios):.2f}), agreeing within ±5 % {share(deviations, 0.05):.1f} %, "
+          f"±10 % {share(deviations, 0.10):.1f} %")
+
+
 def main(path, kernels_path=None):
     results = json.load(open(path))
     scored = [m for m in results["models"] if m["error"] is not None]
@@ -34,9 +47,14 @@ def main(path, kernels_path=None):
     level = statistics.median(m["measured_ms"] / m["predicted_ms"] for m in scored)
     leveled = [m["predicted_ms"] * level / m["measured_ms"] - 1 for m in scored]
     print(line(f"against the common level (x{level:.3f})", leveled))
+    families = sorted({m["family"] for m in scored})
+    held_out = []
+    for f in families:
+        factor = statistics.median(m["measured_ms"] / m["predicted_ms"] for m in scored if m["family"] != f)
+        held_out += [m["predicted_ms"] * factor / m["measured_ms"] - 1 for m in scored if m["family"] == f]
+    print(line("one factor fitted leave-one-family-out", held_out))
     print("\n| family | models | mean error | ±10 % | mean error at the common level |")
     print("|---|---|---|---|---|")
-    families = sorted({m["family"] for m in scored})
     for f in families:
         e = [m["error"] for m in scored if m["family"] == f]
         le = [x for m, x in zip(scored, leveled) if m["family"] == f]
@@ -60,4 +78,12 @@ def main(path, kernels_path=None):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    args = sys.argv[1:]
+    again = None
+    if "--again" in args:
+        i = args.index("--again")
+        again = args[i + 1]
+        del args[i:i + 2]
+    main(*args[:2])
+    if again:
+        agreement(args[0], again)
