@@ -148,6 +148,20 @@ void evict_from_caches(const std::vector<ByteRange>& ranges) {
   _mm_mfence();  // the flushes complete before the timed run starts
 }
 
+void fill_caches_with_scratch(size_t bytes, int threads) {
+  if (bytes == 0) return;
+  // One buffer per process, grown on demand: its pages are faulted in by the first fill (an untimed run),
+  // and a new value each time keeps every store a real modification.
+  static std::vector<uint8_t> scratch;
+  static uint8_t value = 0;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  ++value;
+  auto* lines = const_cast<volatile uint8_t*>(scratch.data());
+  const auto count = static_cast<std::ptrdiff_t>(bytes / kLine);
+#pragma omp parallel for num_threads(std::max(1, threads)) schedule(static)
+  for (std::ptrdiff_t i = 0; i < count; ++i) lines[i * kLine] = value;
+}
+
 void write_back_into_cache(const std::vector<ByteRange>& ranges, int threads) {
   for (const auto& r : ranges) {
     auto* bytes = const_cast<volatile uint8_t*>(r.data);
@@ -191,6 +205,11 @@ std::vector<BackendParam> measurement_params() {
       backend_param("COLD_CACHE", T::Bool, true,
                     "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
                     "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
+      backend_param("COLD_CACHE_FILL_MB", T::Int, 64,
+                    "With COLD_CACHE: MB of scratch memory written after the eviction and before the input, so caches, "
+                    "TLBs and page-walk caches hold other modified data, as the layers before a kernel leave them in a "
+                    "network; at least the last-level cache; 0: eviction only",
+                    0, 65536),
       backend_param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
       backend_param("MAX_BUSY", T::Float, 0.10,
                     "A round during which other processes used more than this share of the machine's CPUs (all of them: "
@@ -214,6 +233,7 @@ MeasureSettings measure_settings(const Json& config, int threads) {
   s.pin = config.value("PIN_CPU", s.pin);
   s.max_busy = config.value("MAX_BUSY", s.max_busy);
   s.max_retries = config.value("MAX_RETRIES", s.max_retries);
+  s.cold_fill_bytes = static_cast<size_t>(config.value("COLD_CACHE_FILL_MB", int64_t{64})) << 20;
   return s;
 }
 

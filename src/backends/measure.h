@@ -24,10 +24,11 @@ struct MeasureSettings {
   bool pin = true;          // pin the measuring threads to the least busy CPUs
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
+  size_t cold_fill_bytes = size_t{64} << 20;  // COLD_CACHE_FILL_MB: scratch written before each cold run
 };
 
 // The measurement parameters every in-process backend declares (WARMUP_RUNS, NUM_RUNS, NUM_ROUNDS,
-// MIN_TIME_MS, COLD_CACHE, PIN_CPU, MAX_BUSY, MAX_RETRIES), so their configs read alike.
+// MIN_TIME_MS, COLD_CACHE, COLD_CACHE_FILL_MB, PIN_CPU, MAX_BUSY, MAX_RETRIES), so their configs read alike.
 std::vector<BackendParam> measurement_params();
 // The settings of a config resolved against measurement_params(), for `threads` measuring threads.
 MeasureSettings measure_settings(const Json& config, int threads);
@@ -56,6 +57,12 @@ struct ByteRange {
 // Writes back and evicts every cache line of the ranges from all cache levels of every core (CLFLUSHOPT,
 // or CLFLUSH on CPUs without it). Cost grows with the ranges, not with the size of the caches.
 void evict_from_caches(const std::vector<ByteRange>& ranges);
+
+// Writes `bytes` of a scratch buffer the process keeps (split over `threads` OpenMP threads), so every
+// cache level, the TLBs and the page-walk caches hold other, modified data: the state the layers before it
+// leave a kernel in inside a network. Without it a kernel measured alone after an eviction finds empty
+// caches and warm TLBs, and runs faster than it does inside a network.
+void fill_caches_with_scratch(size_t bytes, int threads);
 
 // Rewrites every cache line of the ranges with its own value, split over `threads` OpenMP threads, so
 // the lines sit modified in those cores' caches, as a producer leaves its output.

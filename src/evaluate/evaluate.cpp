@@ -298,6 +298,12 @@ Json EvaluateReport::to_json() const {
       const auto c = m.composition_error();
       j["composition_error"] = c ? Json(*c) : Json(nullptr);
     }
+    if (!m.kernel_uses.empty()) {
+      Json uses = Json::array();
+      for (const auto& [kid, groups, predicted] : m.kernel_uses)
+        uses.push_back({{"id", kid}, {"groups", groups}, {"predicted_ms", predicted}});
+      j["kernel_uses"] = std::move(uses);
+    }
     models_json.push_back(std::move(j));
   }
   Json families = Json::object();

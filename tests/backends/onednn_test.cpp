@@ -2,7 +2,10 @@
 // engine performs, the real CNN architectures, error paths, and the Backend interface.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <random>
 
@@ -562,6 +565,27 @@ TEST(OneDnnBackend, CacheEvictionKeepsData) {
   EXPECT_EQ(data, want);
 }
 
+// The scratch fill really writes its bytes (the pages become resident), and the size is a validated key.
+TEST(OneDnnProfiling, ColdStartFillWritesItsScratch) {
+  const auto params = builtin_backends()[0].params;
+  const Json defaults = resolve_backend_config(params, Json::object(), "t");
+  EXPECT_EQ(defaults["COLD_CACHE_FILL_MB"].get<int>(), 64);
+  EXPECT_EQ(backends::measure_settings(defaults, 1).cold_fill_bytes, size_t{64} << 20);
+  EXPECT_EQ(backends::measure_settings(resolve_backend_config(params, {{"COLD_CACHE_FILL_MB", 0}}, "t"), 1).cold_fill_bytes, 0u);
+  for (const Json& bad : {Json(-1), Json(70000), Json("big")})
+    EXPECT_THROW(resolve_backend_config(params, {{"COLD_CACHE_FILL_MB", bad}}, "t"), Error) << bad;
+
+  auto resident_bytes = [] {
+    std::ifstream statm("/proc/self/statm");
+    size_t pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  };
+  const size_t before = resident_bytes(), fill = size_t{96} << 20;
+  backends::fill_caches_with_scratch(fill, 2);
+  EXPECT_GE(resident_bytes(), before + fill - (size_t{4} << 20));
+}
+
 // COLD_CACHE (default on) evicts everything a run touches and writes back only what the timed pipeline
 // reads first: for a conv kernel the staged input in the conv's layout, for inference the plain input.
 TEST(OneDnnProfiling, ColdStartEvictsTheFootprintAndWritesTheInput) {
@@ -586,6 +610,9 @@ TEST(OneDnnProfiling, ColdStartEvictsTheFootprintAndWritesTheInput) {
   engine.start_cold(Pipeline::Profiling);  // stages the inputs itself
   engine.execute(Pipeline::Profiling);
   engine.start_cold(Pipeline::Inference);
+  engine.execute(Pipeline::Inference);
+  EXPECT_EQ(engine.outputs()[0].data, want);
+  engine.start_cold(Pipeline::Inference, size_t{1} << 20);  // a scratch fill between eviction and input
   engine.execute(Pipeline::Inference);
   EXPECT_EQ(engine.outputs()[0].data, want);
 }

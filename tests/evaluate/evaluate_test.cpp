@@ -127,6 +127,17 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   EXPECT_LE(kernels_predicted, m["predicted_ms"].get<double>() * (1 + 1e-9));
   EXPECT_NEAR(m["predictor_error"].get<double>(), kernels_predicted / kernels_measured - 1, 1e-12);
   EXPECT_NEAR(m["composition_error"].get<double>(), kernels_measured / m["measured_ms"].get<double>() - 1, 1e-12);
+  // Each use names its kernel: the model's split adds up from the kernel list.
+  std::map<std::string, double> measured_by_id;
+  for (const Json& k : doc["kernels"]) measured_by_id[k["id"].get<std::string>()] = k["measured_ms"].get<double>();
+  double uses_measured = 0, uses_predicted = 0;
+  for (const Json& u : m["kernel_uses"]) {
+    ASSERT_TRUE(measured_by_id.count(u["id"].get<std::string>())) << u.dump();
+    uses_measured += measured_by_id[u["id"].get<std::string>()] * u["groups"].get<double>();
+    uses_predicted += u["predicted_ms"].get<double>();
+  }
+  EXPECT_NEAR(uses_measured, kernels_measured, 1e-9 * kernels_measured);
+  EXPECT_NEAR(uses_predicted, kernels_predicted, 1e-9 * kernels_predicted);
   EXPECT_EQ(count_lines(work / "k" / "kernels.csv"), n + 1);
   EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
 

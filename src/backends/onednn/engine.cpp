@@ -355,9 +355,10 @@ void Engine::execute(Pipeline pipeline) {
   impl_->run_steps(pipeline);
 }
 
-void Engine::start_cold(Pipeline pipeline) {
+void Engine::start_cold(Pipeline pipeline, size_t fill_bytes) {
   if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
   backends::evict_from_caches(impl_->footprint);
+  backends::fill_caches_with_scratch(fill_bytes, impl_->opt.threads);
   backends::write_back_into_cache(impl_->arrivals(pipeline), impl_->opt.threads);
 }
 

@@ -47,8 +47,9 @@ class Engine {
   // Before a cold timed run (COLD_CACHE): evicts every buffer a run touches (weights, activations,
   // inputs, outputs) from all cache levels, then writes the buffers `pipeline` reads its inputs from, so
   // the run finds them where a layer inside a network does: weights and its own output in memory, its
-  // input just written by the layer before.
-  void start_cold(Pipeline pipeline);
+  // input just written by the layer before. `fill_bytes` of scratch written between the two leave the
+  // caches and TLBs full of other data, as the layers before leave them (backends::fill_caches_with_scratch).
+  void start_cold(Pipeline pipeline, size_t fill_bytes = 0);
   // Reads the graph outputs (plain row-major float32) after execute().
   std::vector<Tensor> outputs() const;
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);

@@ -111,7 +111,7 @@ class OneDnnBackend : public Backend {
     spdlog::debug("onednn_cpu: timing {} primitives ({} reorders); edge reorders excluded: {}",
                   timed["primitives"].get<int>(), timed["reorders"].get<int>(), excluded_summary(timed).dump());
     std::function<void()> start_cold;
-    if (cold_cache_) start_cold = [&] { engine->start_cold(Pipeline::Profiling); };
+    if (cold_cache_) start_cold = [&] { engine->start_cold(Pipeline::Profiling, measure_.cold_fill_bytes); };
     const auto m = backends::measure([&] { engine->execute(Pipeline::Profiling); },
                                       measure_, start_cold);
     spdlog::debug("onednn_cpu: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", m.stats.count,

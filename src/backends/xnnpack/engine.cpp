@@ -856,7 +856,7 @@ void Engine::execute() {
   }
 }
 
-void Engine::start_cold() {
+void Engine::start_cold(size_t fill_bytes) {
   std::vector<backends::ByteRange> all, arrivals;
   for (const auto& s : impl_->slots)
     all.push_back({reinterpret_cast<const uint8_t*>(s.data.data()), s.data.size() * sizeof(float)});
@@ -866,6 +866,7 @@ void Engine::start_cold() {
     arrivals.push_back({reinterpret_cast<const uint8_t*>(d.data()), d.size() * sizeof(float)});
   }
   backends::evict_from_caches(all);
+  backends::fill_caches_with_scratch(fill_bytes, impl_->opt.threads);
   backends::write_back_into_cache(arrivals, impl_->opt.threads);
 }
 

@@ -32,8 +32,9 @@ class Engine {
   void execute();
   // Before a cold timed run (COLD_CACHE): evicts every buffer a run touches (packed weights and the
   // operators' own allocations, activations, inputs) from all cache levels, then writes the input buffers,
-  // as a layer inside a network finds its input just written by the layer before.
-  void start_cold();
+  // as a layer inside a network finds its input just written by the layer before; `fill_bytes` of scratch
+  // written between the two (backends::fill_caches_with_scratch).
+  void start_cold(size_t fill_bytes = 0);
   // Graph outputs in ONNX's layout (4-D as NCHW) after execute().
   std::vector<Tensor> outputs() const;
   std::vector<Tensor> forward(const std::vector<Tensor>& inputs);

@@ -86,9 +86,10 @@ class XnnpackBackend : public Backend {
   LatencyStats profile(const std::vector<fs::path>& files) override {
     auto engine = load_engine(files, options_);
     engine->set_inputs(backends::random_inputs(engine->input_specs()));
+    const backends::MeasureSettings settings = backends::measure_settings(config_, engine->threads());
     std::function<void()> start_cold;
-    if (cold_cache_) start_cold = [&] { engine->start_cold(); };
-    const auto m = backends::measure([&] { engine->execute(); }, backends::measure_settings(config_, engine->threads()), start_cold);
+    if (cold_cache_) start_cold = [&] { engine->start_cold(settings.cold_fill_bytes); };
+    const auto m = backends::measure([&] { engine->execute(); }, settings, start_cold);
     spdlog::debug("{}: {} rounds, {} runs, per-run CV {:.1f}%, {} rounds re-measured", kName, m.stats.count, m.run_samples_ms.size(),
                   100 * m.run_cv, m.discarded_rounds);
     return m.stats;
