@@ -205,10 +205,10 @@ std::vector<BackendParam> measurement_params() {
       backend_param("COLD_CACHE", T::Bool, true,
                     "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
                     "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
-      backend_param("COLD_CACHE_FILL_MB", T::Int, 64,
+      backend_param("COLD_CACHE_FILL_MB", T::Int, 0,
                     "With COLD_CACHE: MB of scratch memory written after the eviction and before the input, so caches, "
-                    "TLBs and page-walk caches hold other modified data, as the layers before a kernel leave them in a "
-                    "network; at least the last-level cache; 0: eviction only",
+                    "TLBs and page-walk caches hold other modified data, as many layers before a kernel leave them in a "
+                    "large network (about twice the last-level cache); 0: eviction only",
                     0, 65536),
       backend_param("PIN_CPU", T::Bool, true, "Pin the measuring threads to the least busy CPUs"),
       backend_param("MAX_BUSY", T::Float, 0.10,
@@ -233,7 +233,7 @@ MeasureSettings measure_settings(const Json& config, int threads) {
   s.pin = config.value("PIN_CPU", s.pin);
   s.max_busy = config.value("MAX_BUSY", s.max_busy);
   s.max_retries = config.value("MAX_RETRIES", s.max_retries);
-  s.cold_fill_bytes = static_cast<size_t>(config.value("COLD_CACHE_FILL_MB", int64_t{64})) << 20;
+  s.cold_fill_bytes = static_cast<size_t>(config.value("COLD_CACHE_FILL_MB", int64_t{0})) << 20;
   return s;
 }
 

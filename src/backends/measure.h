@@ -24,7 +24,7 @@ struct MeasureSettings {
   bool pin = true;          // pin the measuring threads to the least busy CPUs
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
-  size_t cold_fill_bytes = size_t{64} << 20;  // COLD_CACHE_FILL_MB: scratch written before each cold run
+  size_t cold_fill_bytes = 0;  // COLD_CACHE_FILL_MB: scratch written before each cold run
 };
 
 // The measurement parameters every in-process backend declares (WARMUP_RUNS, NUM_RUNS, NUM_ROUNDS,
@@ -60,8 +60,9 @@ void evict_from_caches(const std::vector<ByteRange>& ranges);
 
 // Writes `bytes` of a scratch buffer the process keeps (split over `threads` OpenMP threads), so every
 // cache level, the TLBs and the page-walk caches hold other, modified data: the state the layers before it
-// leave a kernel in inside a network. Without it a kernel measured alone after an eviction finds empty
-// caches and warm TLBs, and runs faster than it does inside a network.
+// leave a kernel in inside a large network. Without it a kernel measured alone after an eviction finds empty
+// caches and warm TLBs, and runs faster than it does there; a small network's own data stays cached from
+// layer to layer, which the eviction alone matches better (docs/profiling.md).
 void fill_caches_with_scratch(size_t bytes, int threads);
 
 // Rewrites every cache line of the ranges with its own value, split over `threads` OpenMP threads, so

@@ -569,9 +569,10 @@ TEST(OneDnnBackend, CacheEvictionKeepsData) {
 TEST(OneDnnProfiling, ColdStartFillWritesItsScratch) {
   const auto params = builtin_backends()[0].params;
   const Json defaults = resolve_backend_config(params, Json::object(), "t");
-  EXPECT_EQ(defaults["COLD_CACHE_FILL_MB"].get<int>(), 64);
-  EXPECT_EQ(backends::measure_settings(defaults, 1).cold_fill_bytes, size_t{64} << 20);
-  EXPECT_EQ(backends::measure_settings(resolve_backend_config(params, {{"COLD_CACHE_FILL_MB", 0}}, "t"), 1).cold_fill_bytes, 0u);
+  EXPECT_EQ(defaults["COLD_CACHE_FILL_MB"].get<int>(), 0);
+  EXPECT_EQ(backends::measure_settings(defaults, 1).cold_fill_bytes, 0u);
+  EXPECT_EQ(backends::measure_settings(resolve_backend_config(params, {{"COLD_CACHE_FILL_MB", 64}}, "t"), 1).cold_fill_bytes,
+            size_t{64} << 20);
   for (const Json& bad : {Json(-1), Json(70000), Json("big")})
     EXPECT_THROW(resolve_backend_config(params, {{"COLD_CACHE_FILL_MB", bad}}, "t"), Error) << bad;
 
