@@ -2,6 +2,7 @@
 // onednn_cpu over real CNN architectures at several widths and resolutions, and prediction speed.
 //
 //   prediction_bench models  DIR                      writes the model set (ONNX) into DIR
+//   prediction_bench calibration-models DIR           writes 23 other variants, for nn-meter calibrate
 //   prediction_bench measure DIR OUT.json [CONFIG]    measures each model on onednn_cpu (resumable: models
 //                                                     already in OUT.json are skipped; OUT.json is rewritten
 //                                                     atomically after every model)
@@ -56,9 +57,24 @@ std::vector<Variant> model_set() {
   return v;
 }
 
-int write_models(const fs::path& dir) {
+// 23 models for `nn-meter calibrate`, none of them in model_set(): the same architectures at other widths and
+// resolutions, so a predictor calibrated on these is evaluated on networks it never saw.
+std::vector<Variant> calibration_set() {
+  std::vector<Variant> v;
+  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
+                                 "shufflenet_v2_x1_0"})
+    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{144, 1.0}, {208, 1.25}}) v.push_back({arch, res, width});
+  for (const std::string arch : {"resnet18", "resnet34", "resnet50"})
+    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{176, 0.75}, {112, 1.0}}) v.push_back({arch, res, width});
+  for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"}) v.push_back({arch, 176, 0.75});
+  v.push_back({"alexnet", 192, 0.75});
+  v.push_back({"vgg11_bn", 112, 0.75});
+  return v;
+}
+
+int write_models(const fs::path& dir, const std::vector<Variant>& set) {
   fs::create_directories(dir);
-  for (const Variant& m : model_set()) {
+  for (const Variant& m : set) {
     const fs::path file = dir / m.file_name();
     if (fs::exists(file)) continue;
     io::write_file_atomic(file, zoo::build(m.arch, m.resolution, m.width).model.SerializeAsString());
@@ -220,12 +236,13 @@ int speed(const fs::path& folder, const fs::path& tmp, int count) {
 int main(int argc, char** argv) {
   try {
     const std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() == 2 && a[0] == "models") return write_models(a[1]);
+    if (a.size() == 2 && a[0] == "models") return write_models(a[1], model_set());
+    if (a.size() == 2 && a[0] == "calibration-models") return write_models(a[1], calibration_set());
     if ((a.size() == 3 || a.size() == 4) && a[0] == "measure")
       return measure(a[1], a[2], a.size() == 4 ? Json::parse(a[3]) : Json::object());
     if (a.size() == 4 && a[0] == "accuracy") return accuracy(a[1], a[2], a[3]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "speed") return speed(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 1000);
-    std::cerr << "usage: prediction_bench models DIR | measure DIR OUT.json [CONFIG_JSON] | "
+    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
                  "accuracy DIR MEASURED.json PREDICTOR_FOLDER | speed PREDICTOR_FOLDER TMP_DIR [N]\n";
     return 2;
   } catch (const std::exception& e) {

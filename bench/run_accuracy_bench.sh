@@ -5,11 +5,14 @@
 # reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
+# CALIBRATE=1 fits the predictor's composition term (`nn-meter calibrate`) on 23 other variants of the same
+# architectures (none of the 55) before the evaluation, which then scores the calibrated prediction and, on the
+# same measurements, the plain sum of kernels (OUT/calibrate.txt, OUT/evaluate.txt).
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
 # no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
 # models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
 # predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
-# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
@@ -71,6 +74,12 @@ stamp build
   --predictor-name "${backend}_repeats" --regressor gbdt --seed "${SEED:-1}" | tee "$out/build.log"
 cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+if [ "${CALIBRATE:-0}" = 1 ]; then
+  [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
+  stamp calibrate
+  "$nnm" calibrate --predictor "$ws/predictor_build/predictor" --onnx "$out/calibration_models" \
+    --work-dir "$out/calibrate" | tee "$out/calibrate.txt"
+fi
 stamp evaluate
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate --predictor "$ws/predictor_build/predictor" \
   --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html" | tee "$out/evaluate.txt"

@@ -4,12 +4,14 @@
 // an interrupted evaluation resumes and never measures a repeat twice), then scored.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <tuple>
 #include <vector>
 
 #include "nnmeter/common.h"
+#include "nnmeter/prediction.h"
 #include "nnmeter/protocol.h"
 #include "nnmeter/registry.h"
 
@@ -54,6 +56,8 @@ struct ModelEvaluation {
   std::string name, family;  // file stem; the stem without its resolution/width suffix (_r224_w1.0)
   fs::path onnx;
   std::optional<double> predicted_ms, measured_ms;  // measured: the protocol's statistic of the repeats
+  // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
+  std::optional<double> kernels_ms, footprint_mb;
   std::vector<double> repeats_ms, repeat_times;     // each repeat's value and end time (epoch seconds)
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored
@@ -81,6 +85,9 @@ struct AccuracySummary {
   Json to_json() const;
 };
 AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, RepeatStatistic statistic);
+// The measured models scored with other predictions (nullopt: not scored), e.g. without the composition term.
+AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models, RepeatStatistic statistic,
+                                      const std::function<std::optional<double>(const ModelEvaluation&)>& predict);
 
 struct EvaluateReport {
   std::string predictor, backend;
@@ -89,6 +96,9 @@ struct EvaluateReport {
   std::vector<ModelEvaluation> models;
   AccuracySummary summary;
   std::map<std::string, AccuracySummary> by_family;
+  // With a calibrated composition: the term, and the same models scored by the plain sum of their kernels.
+  std::optional<CompositionModel> composition;
+  std::optional<AccuracySummary> kernel_sum_summary;
   std::map<std::string, KernelEvaluation> kernels;            // with EvaluateSettings::kernels, by id
   std::map<std::string, KernelTypeSummary> by_kernel_type;  // idem, by predictor kernel
   std::string kernels_csv() const;
@@ -99,6 +109,22 @@ struct EvaluateReport {
 };
 
 EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settings);
+
+// `nn-meter calibrate`: measures networks by the protocol (as evaluate does, same journal and resume) and fits
+// the predictor's composition term on them (fit_composition), written atomically to the predictor folder's
+// composition.json. The networks used here say nothing about accuracy afterwards: evaluate on others.
+struct CalibrationReport {
+  EvaluateReport evaluation;  // the calibration networks, measured and predicted
+  CompositionModel composition;
+  AccuracySummary before, after;  // the same networks: Σ kernels, and with the fitted term (in sample)
+  // Each family predicted by a term fitted on the other families only (3 or more families): what the term
+  // does for networks it was not fitted on.
+  std::optional<AccuracySummary> held_out_families;
+  fs::path file;  // composition.json written; empty when not written (dry run)
+  Json to_json() const;
+  std::string to_table() const;
+};
+CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& settings, bool write = true);
 
 // The family of a model file stem: "mobilenet_v2_r224_w1.0" → "mobilenet_v2".
 std::string model_family(const std::string& stem);

@@ -1,7 +1,8 @@
 // Model-level latency prediction (nn-Meter's predictor side): an ONNX model or an nn-Meter IR json becomes
 // a graph with static shapes (ModelIr), the graph is split into kernels by the backend's fusion rules
 // (detect_kernels), and every kernel is predicted by the kernel predictor of the predictor folder with
-// the feature parser the builder trained it with. The model latency is the sum of its kernels.
+// the feature parser the builder trained it with. The model latency is the sum of its kernels, times the
+// folder's calibrated composition factor if it has one (composition.json, `nn-meter calibrate`).
 //
 // Fixed on purpose against nn-Meter (reference §9.3–9.5, §13): grouped convs are predicted as `groups`
 // small convs, not as one dense conv; global pooling uses the real input size; concat features come from
@@ -122,6 +123,37 @@ struct DetectedKernel {
 std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules);
 
 // ---------------------------------------------------------------------------------------------------------
+// Composition: how the device runs a network against the sum of its kernels measured alone
+
+// Bytes a model touches once per inference, in MB (1e6 bytes): every weight and every op output, float32.
+// A kernel measured alone starts from caches emptied of its own data; inside a network it meets caches
+// full of the layers before it, which costs more the larger the network's footprint against the caches.
+double model_footprint_mb(const ModelIr& ir);
+
+inline constexpr const char* kCompositionFile = "composition.json";  // in the predictor folder, optional
+
+// latency = Σ kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to the calibrated range (the
+// term never extrapolates). Fitted by `nn-meter calibrate` on networks measured by the repeat protocol;
+// without composition.json a predictor sums its kernels, as nn-Meter does.
+struct CompositionModel {
+  double c0 = 0, c1 = 0;
+  double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
+  Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
+  double factor(double footprint_mb) const;
+  Json to_json() const;
+  // Malformed or out-of-range values → Error naming `origin`.
+  static CompositionModel from_json(const Json& j, const std::string& origin);
+};
+
+// One calibration network: Σ of its predicted kernels, its measured latency, its footprint.
+struct CompositionPoint {
+  double kernels_ms = 0, measured_ms = 0, footprint_mb = 0;
+};
+// Least squares of ln(measured / kernels) on ln(footprint). Fewer than 4 points or footprints spanning
+// less than 2× fit the constant only (c1 = 0). No point, or a non-positive value → Error.
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points);
+
+// ---------------------------------------------------------------------------------------------------------
 // Prediction
 
 struct KernelPrediction {
@@ -141,7 +173,10 @@ struct UncoveredOp {
 
 struct ModelPrediction {
   std::string model;
-  double latency_ms = 0;  // sum of kernels[i].latency_ms
+  double latency_ms = 0;   // kernels_ms × composition_factor
+  double kernels_ms = 0;   // sum of kernels[i].latency_ms
+  double footprint_mb = 0;  // model_footprint_mb
+  double composition_factor = 1;  // 1 without a calibrated composition
   std::vector<KernelPrediction> kernels;
   std::vector<UncoveredOp> uncovered;
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share
@@ -163,6 +198,8 @@ class LatencyPredictor {
   const std::string& name() const;
   const FusionRules& fusion_rules() const;
   const LoadedPredictor& kernel_predictors() const;
+  // The folder's calibrated composition, if any (composition.json).
+  const std::optional<CompositionModel>& composition() const;
 
  private:
   struct State;

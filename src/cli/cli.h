@@ -38,6 +38,6 @@ void add_sample_commands(CLI::App& app, Context& ctx);     // sample, kernel-dat
 void add_builder_commands(CLI::App& app, Context& ctx);    // build, profile
 void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
 void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
-void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate
+void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate, calibrate
 
 }  // namespace nnmeter::cli

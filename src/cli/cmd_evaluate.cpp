@@ -1,5 +1,6 @@
 // nn-meter evaluate: a predictor's accuracy on real models against measurements by the repeat protocol,
 // next to the measurements' own repeatability; terminal table, --json, CSV and an HTML report.
+// nn-meter calibrate: the same measuring, then the predictor's composition term fitted on those networks.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -23,7 +24,7 @@ struct EvaluateArgs {
   bool kernels = false;
 };
 
-void run_evaluate(Context& ctx, const EvaluateArgs& a) {
+EvaluateSettings settings_from(Context& ctx, const EvaluateArgs& a) {
   EvaluateSettings s;
   s.predictor = a.predictor;
   s.predictor_version = a.version;
@@ -40,6 +41,19 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
   s.progress = !ctx.json;
   s.seed = a.seed;
   s.kernels = a.kernels;
+  return s;
+}
+
+void print_table(const std::string& table) {
+  for (size_t start = 0; start < table.size();) {
+    const size_t end = table.find('\n', start);
+    print_line(table.substr(start, end - start));
+    start = end == std::string::npos ? table.size() : end + 1;
+  }
+}
+
+void run_evaluate(Context& ctx, const EvaluateArgs& a) {
+  const EvaluateSettings s = settings_from(ctx, a);
   const EvaluateReport report = evaluate(ctx.registry, s);
   const fs::path html = a.report.empty() ? s.work_dir / "report.html" : fs::absolute(a.report);
   io::write_file_atomic(html, report.to_html());
@@ -51,18 +65,38 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
     if (s.kernels) out["files"]["kernels_csv"] = (s.work_dir / "kernels.csv").string();
     std::cout << out.dump(2) << std::endl;
   } else {
-    const std::string table = report.to_table();
-    for (size_t start = 0; start < table.size();) {
-      const size_t end = table.find('\n', start);
-      print_line(table.substr(start, end - start));
-      start = end == std::string::npos ? table.size() : end + 1;
-    }
+    print_table(report.to_table());
     print_line(fmt::format("Report: {} (results also in {} and {})", html.string(), (s.work_dir / "results.csv").string(),
                            (s.work_dir / "results.json").string()));
   }
   if (report.summary.models == 0)
     throw Error(fmt::format("none of the {} models could be both predicted and measured: see {}", report.models.size(),
                             (s.work_dir / "results.csv").string()));
+}
+
+void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run) {
+  const EvaluateSettings s = settings_from(ctx, a);
+  const CalibrationReport report = calibrate(ctx.registry, s, !dry_run);
+  if (ctx.json)
+    std::cout << report.to_json().dump(2) << std::endl;
+  else
+    print_table(report.to_table());
+}
+
+// The options evaluate and calibrate share: which predictor, which models, how to measure them.
+void add_measuring_options(CLI::App* cmd, EvaluateArgs& a) {
+  cmd->add_option("--predictor", a.predictor, "a registered predictor name, or a predictor folder")->required();
+  cmd->add_option("--predictor-version", a.version, "predictor version; default: the latest registered");
+  cmd->add_option("--backend", a.backend, "backend to measure on; default: the one the predictor was built for");
+  cmd->add_option("--onnx", a.onnx, "an ONNX model or a folder of *.onnx models; repeatable")->required();
+  cmd->add_option("--repeats", a.repeats, "independent repeats per model, each in a fresh process (REPEATS)");
+  cmd->add_option("--config", a.config,
+                  "backend_config.yaml whose keys override the config the predictor was built with");
+  cmd->add_option("--work-dir", a.work_dir,
+                  "journal, converted models and results; rerun with the same folder to resume")
+      ->capture_default_str();
+  cmd->add_option("--timeout", a.timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
+  cmd->add_option("--seed", a.seed, "seed of the shuffled measuring order")->capture_default_str();
 }
 
 }  // namespace
@@ -72,23 +106,22 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "evaluate", "measure models with the repeat protocol, predict them, and report the predictor's accuracy next to "
                   "the measurement's own repeatability");
-  cmd->add_option("--predictor", a->predictor, "a registered predictor name, or a predictor folder")->required();
-  cmd->add_option("--predictor-version", a->version, "predictor version; default: the latest registered");
-  cmd->add_option("--backend", a->backend, "backend to measure on; default: the one the predictor was built for");
-  cmd->add_option("--onnx", a->onnx, "an ONNX model or a folder of *.onnx models; repeatable")->required();
-  cmd->add_option("--repeats", a->repeats, "independent repeats per model, each in a fresh process (REPEATS)");
-  cmd->add_option("--config", a->config,
-                  "backend_config.yaml whose keys override the config the predictor was built with");
-  cmd->add_option("--work-dir", a->work_dir,
-                  "journal, converted models and results; rerun with the same folder to resume")
-      ->capture_default_str();
+  add_measuring_options(cmd, *a);
   cmd->add_option("--report", a->report, "the HTML report; default: <work-dir>/report.html");
-  cmd->add_option("--timeout", a->timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
   cmd->add_flag("--kernels", a->kernels,
                 "also measure every kernel the predictor detects, alone, to split each model's error into the kernel "
                 "predictors' and the composition's (kernels.csv)");
-  cmd->add_option("--seed", a->seed, "seed of the shuffled measuring order")->capture_default_str();
   cmd->callback([&ctx, a] { run_evaluate(ctx, *a); });
+
+  auto c = std::make_shared<EvaluateArgs>();
+  c->work_dir = "nn-meter-calibrate";
+  auto dry_run = std::make_shared<bool>(false);
+  CLI::App* cal = app.add_subcommand(
+      "calibrate", "measure networks with the repeat protocol and fit the predictor's composition term (how this device "
+                   "runs a network against the sum of its kernels measured alone) into its composition.json");
+  add_measuring_options(cal, *c);
+  cal->add_flag("--dry-run", *dry_run, "fit and report, but leave the predictor folder as it is");
+  cal->callback([&ctx, c, dry_run] { run_calibrate(ctx, *c, *dry_run); });
 }
 
 }  // namespace nnmeter::cli

@@ -58,6 +58,9 @@ void log_breakdown(const ModelPrediction& p) {
                   k.note.empty() ? "" : "  (" + k.note + ")");
   }
   for (const auto& u : p.uncovered) spdlog::debug("  uncovered {} ({}): {}", u.node, u.type, u.reason);
+  if (p.composition_factor != 1)
+    spdlog::debug("  kernels {:.4f} ms x composition {:.4f} (footprint {:.1f} MB)", p.kernels_ms, p.composition_factor,
+                  p.footprint_mb);
 }
 
 void predict(Context& ctx, const PredictArgs& a) {

@@ -20,6 +20,7 @@ struct LatencyPredictor::State {
   LoadedPredictor predictor;
   FusionRules rules;
   std::map<std::string, std::unique_ptr<FeatureParser>, std::less<>> parsers;  // per kernel of the folder
+  std::optional<CompositionModel> composition;
 };
 
 namespace {
@@ -99,6 +100,8 @@ LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Reg
   state->predictor = load_predictor_folder(folder);
   state->name = state->predictor.meta().info.name.empty() ? folder.filename().string() : state->predictor.meta().info.name;
   state->rules = load_rules(folder, state->name);
+  if (const fs::path file = folder / kCompositionFile; fs::exists(file))
+    state->composition = CompositionModel::from_json(io::load_json_file(file), file.string());
   for (const auto& kernel : state->predictor.kernels()) {
     try {
       state->parsers[kernel] = parser_for(kernel, &registry);
@@ -126,6 +129,7 @@ LatencyPredictor LatencyPredictor::load(const Registry& registry, const std::str
 const std::string& LatencyPredictor::name() const { return state_->name; }
 const FusionRules& LatencyPredictor::fusion_rules() const { return state_->rules; }
 const LoadedPredictor& LatencyPredictor::kernel_predictors() const { return state_->predictor; }
+const std::optional<CompositionModel>& LatencyPredictor::composition() const { return state_->composition; }
 
 ModelPrediction LatencyPredictor::predict_file(const fs::path& onnx_file, const InputShapes& shapes) const {
   return predict_ir(load_onnx_ir(onnx_file, shapes));
@@ -192,7 +196,10 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
     }
   }
-  for (const auto& kp : out.kernels) out.latency_ms += kp.latency_ms;
+  for (const auto& kp : out.kernels) out.kernels_ms += kp.latency_ms;
+  out.footprint_mb = model_footprint_mb(ir);
+  if (s.composition) out.composition_factor = s.composition->factor(out.footprint_mb);
+  out.latency_ms = out.kernels_ms * out.composition_factor;
 
   if (!out.uncovered.empty()) {
     std::map<std::string, size_t> types;
@@ -217,7 +224,14 @@ Json ModelPrediction::to_json() const {
   }
   Json un = Json::array();
   for (const auto& u : uncovered) un.push_back({{"node", u.node}, {"type", u.type}, {"reason", u.reason}});
-  return {{"model", model}, {"latency_ms", latency_ms}, {"kernels", ks}, {"uncovered", un}, {"node_count", node_count}};
+  return {{"model", model},
+          {"latency_ms", latency_ms},
+          {"kernels_ms", kernels_ms},
+          {"footprint_mb", footprint_mb},
+          {"composition_factor", composition_factor},
+          {"kernels", ks},
+          {"uncovered", un},
+          {"node_count", node_count}};
 }
 
 }  // namespace nnmeter

@@ -2,6 +2,7 @@
 // repeat protocol, every output (table, --json, CSV, HTML), resume without measuring a repeat twice,
 // models that fail to predict, bad input; and the HTML report as Chromium renders it.
 #include <cctype>
+#include <cmath>
 #include <fstream>
 #include <set>
 
@@ -148,6 +149,70 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   EXPECT_TRUE(contains(again.out, "Where the error comes from (every kernel also measured alone, " + std::to_string(n) +
                                       " distinct)")) << again.out;
   EXPECT_TRUE(contains(again.out, "mean over 1 models: kernel predictors ")) << again.out;
+}
+
+// calibrate measures like evaluate (one journal, nothing measured twice), fits the composition term and writes it
+// into the predictor folder (not with --dry-run); evaluate then predicts with the term and also scores the plain
+// sum of kernels on the same measurements.
+TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
+  const fs::path folder = work / "pred", cal = work / "cal", dir = work / "c";
+  fs::copy(predictor(), folder, fs::copy_options::recursive);
+  fs::create_directories(cal);
+  for (const char* name : {"mobilenet_v2_r32_w1.0.onnx", "resnet18_r32.onnx"}) fs::copy_file(models() / name, cal / name);
+  write_text(cal / "mobilenet_v1_r32.onnx", zoo::build("mobilenet_v1", 32).model.SerializeAsString());
+  const auto run = [&](const std::string& command, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {command, "--predictor", folder.string(), "--onnx", cal.string(), "--config",
+                                     quick().string(), "--work-dir", dir.string(), "--repeats", "2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  };
+  const CliResult dry = run("calibrate", {"--dry-run", "--json"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_FALSE(fs::exists(folder / kCompositionFile));
+  const Json d = Json::parse(dry.out);
+  EXPECT_TRUE(d["file"].is_null());
+  EXPECT_EQ(d["kernel_sum"]["models"], 3);
+  EXPECT_EQ(d["held_out_families"]["models"], 3);
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 6u);
+  // Three networks fit the constant only: the geometric mean of measured / Σ kernels.
+  double log_sum = 0;
+  for (const Json& m : d["evaluation"]["models"]) {
+    EXPECT_GT(m["footprint_mb"].get<double>(), 0) << m.dump();
+    log_sum += std::log(m["measured_ms"].get<double>() / m["kernels_ms"].get<double>());
+  }
+  EXPECT_EQ(d["composition"]["c1"], 0);
+  EXPECT_NEAR(d["composition"]["c0"].get<double>(), log_sum / 3, 1e-9);
+
+  const CliResult r = run("calibrate", {});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 6u);
+  ASSERT_TRUE(fs::exists(folder / kCompositionFile));
+  const Json written = Json::parse(read_text(folder / kCompositionFile));
+  EXPECT_NEAR(written["c0"].get<double>(), log_sum / 3, 1e-9);
+  EXPECT_EQ(written["calibration"]["models"], 3);
+  EXPECT_EQ(written["calibration"]["backend"], "onednn_cpu");
+  for (const std::string& line : std::vector<std::string>{"composition: x", "sum of kernels:", "with the term (in sample):", "each family held out:",
+                           "written to " + (folder / kCompositionFile).string()})
+    EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
+
+  // evaluate now predicts Σ kernels × the factor, on the measurements already taken.
+  const CliResult e = run("evaluate", {"--json"});
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 6u);
+  const Json doc = Json::parse(e.out);
+  ASSERT_TRUE(doc["composition"].is_object()) << e.out;
+  EXPECT_EQ(doc["kernel_sum_summary"]["models"], 3);
+  for (const Json& m : doc["models"])
+    EXPECT_NEAR(m["predicted_ms"].get<double>(), m["kernels_ms"].get<double>() * std::exp(log_sum / 3),
+                1e-9 * m["predicted_ms"].get<double>());
+  EXPECT_TRUE(contains(run("evaluate", {}).out, "the plain sum of kernels scores RMSPE"));
+
+  const CliResult none = run_cli({"calibrate", "--predictor", folder.string(), "--onnx",
+                                  (models() / "zz_broken.onnx").string(), "--work-dir", (work / "none").string()},
+                                 home());
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_TRUE(contains(none.err, "nothing to calibrate on")) << none.err;
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
 }
 
 TEST_F(EvaluateCli, BadInputIsOneLine) {

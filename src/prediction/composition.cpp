@@ -1,0 +1,101 @@
+// The composition term: a network against the sum of its kernels measured alone. The builder measures each
+// kernel after evicting its own buffers, so it starts from empty caches; inside a network every layer meets
+// caches full of the layers before it (dirty activations to write back, cold TLB). Measured on onednn_cpu,
+// the gap grows with the network's footprint: ~0 for networks that stay in the last-level cache, 10-16 %
+// for large ones (bench/RESULTS-accuracy.md). One factor cannot fit both, so the term is a power of the
+// footprint, fitted on measured networks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "nnmeter/prediction.h"
+
+namespace nnmeter {
+
+double model_footprint_mb(const ModelIr& ir) {
+  double elements = 0;
+  const auto add = [&](const Shape& shape) {
+    double n = 1;
+    for (int64_t d : shape) n *= static_cast<double>(std::max<int64_t>(d, 1));
+    elements += n;
+  };
+  for (const IrNode& n : ir.nodes) {
+    for (const Shape& s : n.output_shapes) add(s);
+    const auto w = n.attr.find("weight_shape");
+    if (w != n.attr.end() && w->is_array()) add(w->get<Shape>());
+  }
+  return elements * 4 / 1e6;
+}
+
+double CompositionModel::factor(double footprint_mb) const {
+  if (!(footprint_mb > 0)) return std::exp(c0);
+  const double f = std::clamp(footprint_mb, footprint_min_mb, footprint_max_mb);
+  return std::exp(c0 + c1 * std::log(f));
+}
+
+Json CompositionModel::to_json() const {
+  return {{"format_version", 1},
+          {"form", "exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the calibrated range"},
+          {"c0", c0},
+          {"c1", c1},
+          {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
+          {"calibration", calibration}};
+}
+
+CompositionModel CompositionModel::from_json(const Json& j, const std::string& origin) {
+  const auto bad = [&](const std::string& what) {
+    return Error(fmt::format("{}: {}; recalibrate with nn-meter calibrate or delete the file", origin, what));
+  };
+  if (!j.is_object()) throw bad("not a JSON object");
+  if (j.value("format_version", Json()) != Json(1)) throw bad("format_version must be 1");
+  const auto number = [&](const char* key) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
+    return it->get<double>();
+  };
+  CompositionModel m;
+  m.c0 = number("c0");
+  m.c1 = number("c1");
+  const auto range = j.find("footprint_mb_range");
+  if (range == j.end() || !range->is_array() || range->size() != 2 || !(*range)[0].is_number() || !(*range)[1].is_number())
+    throw bad("'footprint_mb_range' must be [min, max]");
+  m.footprint_min_mb = (*range)[0].get<double>();
+  m.footprint_max_mb = (*range)[1].get<double>();
+  if (!(m.footprint_min_mb > 0) || !(m.footprint_max_mb >= m.footprint_min_mb) || !std::isfinite(m.footprint_max_mb))
+    throw bad("'footprint_mb_range' must be 0 < min <= max");
+  // Beyond three orders of magnitude the file is garbage, not a calibration (calibrate warns far earlier).
+  for (double f : {m.footprint_min_mb, m.footprint_max_mb})
+    if (std::abs(m.c0 + m.c1 * std::log(f)) > std::log(1000.0))
+      throw bad(fmt::format("its factor at {:.3g} MB is {:.3g}, outside 0.001-1000", f, m.factor(f)));
+  m.calibration = j.value("calibration", Json::object());
+  return m;
+}
+
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points) {
+  if (points.empty()) throw Error("no measured model to fit the composition on");
+  std::vector<double> x, y;
+  for (const auto& p : points) {
+    if (!(p.kernels_ms > 0) || !(p.measured_ms > 0) || !(p.footprint_mb > 0) || !std::isfinite(p.kernels_ms) ||
+        !std::isfinite(p.measured_ms) || !std::isfinite(p.footprint_mb))
+      throw Error(fmt::format("composition point with a non-positive value (kernels {} ms, measured {} ms, footprint {} MB)",
+                              p.kernels_ms, p.measured_ms, p.footprint_mb));
+    x.push_back(std::log(p.footprint_mb));
+    y.push_back(std::log(p.measured_ms / p.kernels_ms));
+  }
+  const auto n = static_cast<double>(points.size());
+  const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
+  CompositionModel m;
+  m.footprint_min_mb = std::exp(*lo);
+  m.footprint_max_mb = std::exp(*hi);
+  double mx = 0, my = 0;
+  for (size_t i = 0; i < x.size(); ++i) mx += x[i] / n, my += y[i] / n;
+  double sxx = 0, sxy = 0;
+  for (size_t i = 0; i < x.size(); ++i) sxx += (x[i] - mx) * (x[i] - mx), sxy += (x[i] - mx) * (y[i] - my);
+  // A slope needs a few networks of clearly different sizes; otherwise it fits noise.
+  if (points.size() >= 4 && *hi - *lo >= std::log(2.0) && sxx > 0) m.c1 = sxy / sxx;
+  m.c0 = my - m.c1 * mx;
+  return m;
+}
+
+}  // namespace nnmeter

@@ -1,0 +1,117 @@
+// The composition term: footprint of a model, the fit, the factor's clamping, composition.json validation, and
+// a predictor folder that carries one (latency = Σ kernels × factor).
+#include <cmath>
+
+#include "kit/model_zoo.h"
+#include "prediction/onnx_model.h"
+#include "common/io.h"
+#include "prediction/prediction_fixtures.h"
+
+namespace nnmeter {
+namespace {
+
+using test::contains;
+using test::error_of;
+
+TEST(Composition, FootprintCountsEveryOutputAndWeightAsFloat32) {
+  ModelIr ir;
+  ir.nodes.push_back({"x", "Placeholder", {}, {"c"}, {}, {{1, 3, 8, 8}}, Json::object()});
+  ir.nodes.push_back({"c", "Conv", {"x"}, {"r"}, {{1, 3, 8, 8}}, {{1, 16, 8, 8}}, Json{{"weight_shape", {16, 3, 3, 3}}}});
+  ir.nodes.push_back({"r", "Relu", {"c"}, {}, {{1, 16, 8, 8}}, {{1, 16, 8, 8}}, Json::object()});
+  const double elements = 3 * 64 + 16 * 64 + 16 * 3 * 9 + 16 * 64;
+  EXPECT_DOUBLE_EQ(model_footprint_mb(ir), elements * 4 / 1e6);
+  // A real network: grows with resolution (activations) and with width (weights and activations).
+  const auto fp = [](const char* arch, int64_t res, double width) {
+    return model_footprint_mb(onnx_to_ir(zoo::build(arch, res, width).model, arch));
+  };
+  EXPECT_GT(fp("mobilenet_v2", 128, 1.0), fp("mobilenet_v2", 96, 1.0));
+  EXPECT_GT(fp("mobilenet_v2", 96, 1.4), fp("mobilenet_v2", 96, 1.0));
+  EXPECT_GT(fp("resnet18", 96, 1.0), 46);  // 11.7 M float32 weights alone
+}
+
+TEST(Composition, FitRecoversAPowerOfTheFootprint) {
+  std::vector<CompositionPoint> points;
+  for (double f : {5.0, 12.0, 40.0, 90.0, 200.0})
+    points.push_back({2.0, 2.0 * std::exp(-0.05 + 0.03 * std::log(f)), f});
+  const CompositionModel m = fit_composition(points);
+  EXPECT_NEAR(m.c0, -0.05, 1e-12);
+  EXPECT_NEAR(m.c1, 0.03, 1e-12);
+  EXPECT_DOUBLE_EQ(m.footprint_min_mb, 5.0);
+  EXPECT_NEAR(m.footprint_max_mb, 200.0, 1e-9);
+  EXPECT_NEAR(m.factor(40), std::exp(-0.05 + 0.03 * std::log(40.0)), 1e-12);
+  // Never extrapolated: outside the calibrated footprints the factor of the nearest end.
+  EXPECT_DOUBLE_EQ(m.factor(1), m.factor(5));
+  EXPECT_DOUBLE_EQ(m.factor(5000), m.factor(m.footprint_max_mb));
+}
+
+TEST(Composition, FewPointsOrOneSizeFitTheConstantOnly) {
+  // Three networks: no slope, the geometric mean of measured / Σ kernels.
+  const CompositionModel three = fit_composition({{1, 1.1, 10}, {1, 1.2, 50}, {2, 2.4, 200}});
+  EXPECT_EQ(three.c1, 0);
+  EXPECT_NEAR(std::exp(three.c0), std::cbrt(1.1 * 1.2 * 1.2), 1e-12);
+  // Five networks whose footprints span less than 2×: no slope either.
+  const CompositionModel narrow = fit_composition({{1, 1.1, 10}, {1, 1.2, 12}, {1, 1.1, 14}, {1, 1.3, 16}, {1, 1.0, 19}});
+  EXPECT_EQ(narrow.c1, 0);
+  EXPECT_TRUE(contains(error_of([] { fit_composition({}); }), "no measured model"));
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 0, 10}}); }), "non-positive"));
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 1, NAN}}); }), "non-positive"));
+}
+
+TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
+  CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
+  m.calibration = {{"models", 4}};
+  const CompositionModel back = CompositionModel::from_json(m.to_json(), "c.json");
+  EXPECT_DOUBLE_EQ(back.c0, m.c0);
+  EXPECT_DOUBLE_EQ(back.c1, m.c1);
+  EXPECT_DOUBLE_EQ(back.factor(33), m.factor(33));
+  EXPECT_EQ(back.calibration["models"], 4);
+
+  const auto err = [&](const std::function<void(Json&)>& edit) {
+    Json j = m.to_json();
+    edit(j);
+    return error_of([&] { CompositionModel::from_json(j, "/p/composition.json"); });
+  };
+  EXPECT_TRUE(contains(err([](Json& j) { j = Json::array(); }), "/p/composition.json: not a JSON object"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["format_version"] = 2; }), "format_version"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["c1"] = "x"; }), "'c1' must be a finite number"));
+  EXPECT_TRUE(contains(err([](Json& j) { j.erase("c0"); }), "'c0'"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["footprint_mb_range"] = {5}; }), "[min, max]"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["footprint_mb_range"] = {0, 5}; }), "0 < min <= max"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["footprint_mb_range"] = {9, 5}; }), "0 < min <= max"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["c0"] = 10.0; }), "outside 0.001-1000"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["c0"] = -10.0; }), "nn-meter calibrate"));
+}
+
+TEST(Composition, PredictorFolderAppliesItsTerm) {
+  test::TempDir dir;
+  const fs::path folder = dir / "tiny";
+  test::make_predictor_folder(folder, {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu"},
+                              test::rules_json({"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu"}));
+  const ModelIr ir = onnx_to_ir(zoo::build("mobilenet_v2", 64).model, "mobilenet_v2");
+  const ModelPrediction plain = LatencyPredictor::from_folder(folder).predict_ir(ir);
+  EXPECT_FALSE(LatencyPredictor::from_folder(folder).composition());
+  EXPECT_EQ(plain.composition_factor, 1);
+  EXPECT_DOUBLE_EQ(plain.latency_ms, plain.kernels_ms);
+  EXPECT_DOUBLE_EQ(plain.footprint_mb, model_footprint_mb(ir));
+
+  const CompositionModel m = fit_composition({{1, 1.02, 1}, {1, 1.06, 8}, {1, 1.09, 30}, {1, 1.13, 120}});
+  io::save_json_file(folder / kCompositionFile, m.to_json());
+  const LatencyPredictor calibrated = LatencyPredictor::from_folder(folder);
+  ASSERT_TRUE(calibrated.composition());
+  const ModelPrediction p = calibrated.predict_ir(ir);
+  EXPECT_DOUBLE_EQ(p.kernels_ms, plain.kernels_ms);  // the kernels are untouched
+  EXPECT_DOUBLE_EQ(p.composition_factor, m.factor(p.footprint_mb));
+  EXPECT_GT(p.composition_factor, 1);
+  EXPECT_DOUBLE_EQ(p.latency_ms, p.kernels_ms * p.composition_factor);
+  const Json j = p.to_json();
+  EXPECT_DOUBLE_EQ(j["latency_ms"].get<double>(), p.latency_ms);
+  EXPECT_DOUBLE_EQ(j["kernels_ms"].get<double>(), p.kernels_ms);
+  EXPECT_DOUBLE_EQ(j["composition_factor"].get<double>(), p.composition_factor);
+
+  // A corrupt composition.json stops the load with the file's name, never a silent plain sum.
+  test::write_text(folder / kCompositionFile, "{\"format_version\": 1, \"c0\": ");
+  EXPECT_TRUE(contains(error_of([&] { LatencyPredictor::from_folder(folder); }), (folder / kCompositionFile).string()));
+}
+
+}  // namespace
+}  // namespace nnmeter
