@@ -24,7 +24,8 @@ def load_latency_predictor(predictor_name, predictor_version=None):
 
 
 def load_predictor_folder(folder):
-    """A predictor straight from its folder (predictor.json, <kernel>.json, fusion_rules.json), unregistered."""
+    """A predictor straight from its folder (predictor.json, <kernel>.json, fusion_rules.json, and composition.json
+    when calibrated), unregistered."""
     return nnMeterPredictor(_nnmeter.LatencyPredictor.from_folder(os.fspath(folder), registry_home()))
 
 

@@ -68,10 +68,31 @@ def test_every_onnx_form_predicts_the_same(predictor, tmp_path):
     assert json.loads(cli.stdout)["m.onnx"]["latency_ms"] == pytest.approx(by_path, rel=1e-12)
 
 
+def test_a_calibrated_folder_predicts_with_its_composition(registered, predictor, tmp_path):
+    import shutil
+    folder = tmp_path / "calibrated"
+    shutil.copytree(registered[1] / "predictor_build" / "predictor", folder)
+    (folder / "composition.json").write_text(json.dumps(
+        {"format_version": 1, "c0": 0.1, "c1": 0.0, "footprint_mb_range": [1.0, 500.0]}))
+    model = conv_relu_add()
+    plain = predictor.predict_detail(model)
+    detail = nn_meter.load_predictor_folder(str(folder)).predict_detail(model)
+    assert detail["kernels_ms"] == pytest.approx(plain["kernels_ms"], rel=1e-12)
+    assert detail["composition_factor"] == pytest.approx(np.exp(0.1), rel=1e-12)
+    assert detail["latency_ms"] == pytest.approx(plain["latency_ms"] * np.exp(0.1), rel=1e-12)
+    (folder / "composition.json").write_text("{")
+    with pytest.raises(Exception, match="composition.json"):
+        nn_meter.load_predictor_folder(str(folder))
+
+
 def test_detail_and_ir_round_trip(predictor, tmp_path):
     model = conv_relu_add()
     detail = predictor.predict_detail(model)
     assert detail["latency_ms"] == pytest.approx(sum(k["latency_ms"] for k in detail["kernels"]))
+    # Not calibrated: the plain sum, and the parts say so.
+    assert detail["composition_factor"] == 1
+    assert detail["kernels_ms"] == pytest.approx(detail["latency_ms"], rel=1e-12)
+    assert detail["footprint_mb"] > 0
     assert {k["predictor_kernel"] for k in detail["kernels"]} >= {"conv-bn-relu", "add", "global-avgpool"}
     ir = nn_meter.model_to_graph(model)
     assert {n["attr"]["type"] for n in ir.values()} >= {"Conv", "Relu", "Add"}

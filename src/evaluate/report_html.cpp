@@ -277,6 +277,16 @@ td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: 
                                 escape(predictor), escape(backend), s.models, models.size(), failed, s.rmspe, pct(s.within5),
                                 pct(s.within10), 100 * s.mean_error, pct(s.repeatability.within5),
                                 pct(s.repeatability.within10), protocol.repeats, to_string(protocol.statistic));
+  if (composition && kernel_sum_summary) {
+    const AccuracySummary& k = *kernel_sum_summary;
+    const std::string row = fmt::format(
+        "<tr><td>plain sum of kernels</td><td>RMSPE {:.1f}%, within ±5% {}, within ±10% {}, mean error {:+.1f}% (the "
+        "same measurements, without the predictor's calibrated composition: x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} "
+        "MB)</td></tr>\n</table>",
+        k.rmspe, pct(k.within5), pct(k.within10), 100 * k.mean_error, composition->factor(composition->footprint_min_mb),
+        composition->footprint_min_mb, composition->factor(composition->footprint_max_mb), composition->footprint_max_mb);
+    out.replace(out.rfind("</table>"), 8, row);
+  }
   out += "<h2>Predicted versus measured</h2>\n<p>Green: within ±10 % (the shaded band); red: outside it.</p>\n" + scatter(*this);
   out += "<h2>Error by model family</h2>\n" + family_bars(*this);
   out += "<h2>Drift over the run</h2>\n<p>Each dot is one repeat against its model's median repeat; the line is the "

@@ -206,6 +206,7 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
     EXPECT_NEAR(m["predicted_ms"].get<double>(), m["kernels_ms"].get<double>() * std::exp(log_sum / 3),
                 1e-9 * m["predicted_ms"].get<double>());
   EXPECT_TRUE(contains(run("evaluate", {}).out, "the plain sum of kernels scores RMSPE"));
+  EXPECT_TRUE(contains(read_text(dir / "report.html"), "<tr><td>plain sum of kernels</td>"));
 
   const CliResult none = run_cli({"calibrate", "--predictor", folder.string(), "--onnx",
                                   (models() / "zz_broken.onnx").string(), "--work-dir", (work / "none").string()},
