@@ -140,6 +140,7 @@ struct CompositionModel {
   double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
   Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
   double factor(double footprint_mb) const;
+  std::string describe() const;  // "x0.993 at 16.6 MB … x1.090 at 179 MB"
   Json to_json() const;
   // Malformed or out-of-range values → Error naming `origin`.
   static CompositionModel from_json(const Json& j, const std::string& origin);

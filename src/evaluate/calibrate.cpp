@@ -123,10 +123,8 @@ std::string CalibrationReport::to_table() const {
     return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)", s.rmspe,
                        100 * s.within5, 100 * s.within10, 100 * s.mean_error);
   };
-  out += fmt::format("\ncomposition: x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} MB (c0 {:.4f}, c1 {:.4f}), fitted on {} models\n",
-                     composition.factor(composition.footprint_min_mb), composition.footprint_min_mb,
-                     composition.factor(composition.footprint_max_mb), composition.footprint_max_mb, composition.c0,
-                     composition.c1, before.models);
+  out += fmt::format("\ncomposition: {} (c0 {:.4f}, c1 {:.4f}), fitted on {} models\n", composition.describe(),
+                     composition.c0, composition.c1, before.models);
   out += "sum of kernels:            " + line(before) + "\n";
   out += "with the term (in sample): " + line(after) + "\n";
   if (held_out_families) out += "each family held out:      " + line(*held_out_families) + "\n";

@@ -133,7 +133,6 @@ AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models
   return summarize(pointers, statistic);
 }
 
-
 namespace {
 
 void split_by_kernels(EvaluateReport& report) {
@@ -413,11 +412,9 @@ std::string EvaluateReport::to_table() const {
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
   if (composition && kernel_sum_summary)
-    out += fmt::format("with the predictor's calibrated composition (x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} MB); the plain "
-                       "sum of kernels scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)\n",
-                       composition->factor(composition->footprint_min_mb), composition->footprint_min_mb,
-                       composition->factor(composition->footprint_max_mb), composition->footprint_max_mb,
-                       kernel_sum_summary->rmspe, 100 * kernel_sum_summary->within5, 100 * kernel_sum_summary->within10,
+    out += fmt::format("with the predictor's calibrated composition ({}); the plain sum of kernels scores RMSPE {:.1f}%, "
+                       "within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)\n",
+                       composition->describe(), kernel_sum_summary->rmspe, 100 * kernel_sum_summary->within5, 100 * kernel_sum_summary->within10,
                        100 * kernel_sum_summary->mean_error);
   if (kernels.empty()) return out;
 

@@ -34,6 +34,11 @@ double CompositionModel::factor(double footprint_mb) const {
   return std::exp(c0 + c1 * std::log(f));
 }
 
+std::string CompositionModel::describe() const {
+  return fmt::format("x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} MB", factor(footprint_min_mb), footprint_min_mb,
+                     factor(footprint_max_mb), footprint_max_mb);
+}
+
 Json CompositionModel::to_json() const {
   return {{"format_version", 1},
           {"form", "exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the calibrated range"},
