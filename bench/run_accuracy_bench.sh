@@ -12,7 +12,9 @@
 # no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
 # models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
 # predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
-# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] bench/run_accuracy_bench.sh [OUT] [build-dir]
+# INPUT_RESOLUTIONS="128, 160, 192, 224" samples every HW as in networks at those inputs (absent: as at 224).
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] [INPUT_RESOLUTIONS=...]
+#        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
@@ -47,6 +49,7 @@ PRIOR_ROWS: ${PRIOR_ROWS:-0}
 PRIOR_ROWS_EXCLUDE: [alexnet, densenet121, efficientnetb0, googlenet, mnasnet, mobilenetv1, mobilenetv2,
                      mobilenetv3, resnet18, resnet34, resnet50, shufflenetv2x1-0, squeezenet, vgg11]
 ALIGNED_CHANNELS: 0
+${INPUT_RESOLUTIONS:+INPUT_RESOLUTIONS: [$INPUT_RESOLUTIONS]}
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 150, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}

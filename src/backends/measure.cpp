@@ -79,12 +79,15 @@ std::vector<int> allowed_cpus() {
   return out;
 }
 
-// The `n` allowed CPUs that were least busy over a short window.
+// The `n` allowed CPUs that were least busy over a short window. Two clock ticks are enough to tell a busy
+// CPU from an idle one; finer choices matter little, as every round is checked for load on all CPUs anyway,
+// and the window is paid by every measurement (50 ms had been 9 % of a build's profiling time).
 std::vector<int> quietest_cpus(int n) {
   auto cpus = allowed_cpus();
   if (cpus.empty()) return cpus;
+  if (static_cast<size_t>(n) >= cpus.size()) return cpus;  // all of them: nothing to choose
   const auto a = read_cpu_times();
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   const auto b = read_cpu_times();
   auto load = [&](int c) {
     const auto i = static_cast<size_t>(c);
@@ -202,6 +205,10 @@ std::vector<BackendParam> measurement_params() {
                     1e4),
       backend_param("MIN_TIME_MS", T::Float, 20.0, "Each round runs until it has NUM_RUNS runs and lasted this many ms", 0,
                     3.6e6),
+      backend_param("MAX_TIME_MS", T::Float, 1000.0,
+                    "A round stops once it lasted this many ms and has 3 runs, the warm-up once it lasted this long, "
+                    "whatever NUM_RUNS, MIN_TIME_MS and WARMUP_RUNS ask: a kernel of seconds needs no 20 runs; 0: never",
+                    0, 3.6e6),
       backend_param("COLD_CACHE", T::Bool, true,
                     "Before every timed run, evict the model's weights and buffers from all cache levels and write its "
                     "input, so a kernel finds its data where a layer inside a network does; false: back-to-back warm runs"),
@@ -230,6 +237,7 @@ MeasureSettings measure_settings(const Json& config, int threads) {
   s.runs = config.value("NUM_RUNS", s.runs);
   s.rounds = config.value("NUM_ROUNDS", s.rounds);
   s.min_time_ms = config.value("MIN_TIME_MS", s.min_time_ms);
+  s.max_time_ms = config.value("MAX_TIME_MS", s.max_time_ms);
   s.pin = config.value("PIN_CPU", s.pin);
   s.max_busy = config.value("MAX_BUSY", s.max_busy);
   s.max_retries = config.value("MAX_RETRIES", s.max_retries);
@@ -239,18 +247,24 @@ MeasureSettings measure_settings(const Json& config, int threads) {
 
 Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
                     const std::function<void()>& before_each_timed_run) {
-  if (s.runs < 1 || s.rounds < 1 || s.warmup_runs < 0 || s.min_time_ms < 0)
-    throw Error("measurement settings need NUM_RUNS >= 1, NUM_ROUNDS >= 1, WARMUP_RUNS >= 0 and MIN_TIME_MS >= 0");
+  if (s.runs < 1 || s.rounds < 1 || s.warmup_runs < 0 || s.min_time_ms < 0 || s.max_time_ms < 0)
+    throw Error("measurement settings need NUM_RUNS >= 1, NUM_ROUNDS >= 1, WARMUP_RUNS >= 0, MIN_TIME_MS >= 0 and "
+                "MAX_TIME_MS >= 0");
   Measurement m;
   omp_set_num_threads(std::max(1, s.threads));
   m.cpus = s.pin ? quietest_cpus(s.threads) : allowed_cpus();
   std::optional<Pinning> pin;
   if (s.pin) pin.emplace(m.cpus, std::max(1, s.threads));
 
+  // MAX_TIME_MS: the runs of one process agree within 1-2 %, and a run of a second has no timer noise to
+  // average out, so the large kernels prior sampling draws (up to seconds a run, 26 runs a repeat) were a
+  // third of a build's profiling time for nothing; 3 runs a round still give a median.
+  const auto past_max = [&s](Clock::time_point since) { return s.max_time_ms > 0 && ms_since(since) >= s.max_time_ms; };
   auto t0 = Clock::now();
   run();
   m.first_run_ms = ms_since(t0);
-  for (int i = 0; i < s.warmup_runs; ++i) run();
+  const auto warmup_start = Clock::now();
+  for (int i = 0; i < s.warmup_runs && !past_max(warmup_start); ++i) run();
 
   std::vector<double> round_medians;
   while (static_cast<int>(round_medians.size()) < s.rounds) {
@@ -258,7 +272,8 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
     const auto before = read_cpu_times();
     const double own_before = own_cpu_seconds();
     const auto round_start = Clock::now();
-    while (static_cast<int>(samples.size()) < s.runs || ms_since(round_start) < s.min_time_ms) {
+    while ((static_cast<int>(samples.size()) < s.runs || ms_since(round_start) < s.min_time_ms) &&
+           !(samples.size() >= 3 && past_max(round_start))) {
       if (before_each_timed_run) before_each_timed_run();
       t0 = Clock::now();
       run();

@@ -21,6 +21,7 @@ struct MeasureSettings {
   int runs = 20;          // measured runs per round (at least)
   int rounds = 5;
   double min_time_ms = 20;  // per round: keep running until both `runs` and this are reached
+  double max_time_ms = 1000;  // per round and for the warm-up: stop early past this (0: never), see measure()
   bool pin = true;          // pin the measuring threads to the least busy CPUs
   double max_busy = 0.10;   // max share of the pinned CPUs other processes may use during a round
   int max_retries = 10;     // rounds re-measured at most, in total
@@ -28,7 +29,7 @@ struct MeasureSettings {
 };
 
 // The measurement parameters every in-process backend declares (WARMUP_RUNS, NUM_RUNS, NUM_ROUNDS,
-// MIN_TIME_MS, COLD_CACHE, COLD_CACHE_FILL_MB, PIN_CPU, MAX_BUSY, MAX_RETRIES), so their configs read alike.
+// MIN_TIME_MS, MAX_TIME_MS, COLD_CACHE, COLD_CACHE_FILL_MB, PIN_CPU, MAX_BUSY, MAX_RETRIES), so their configs read alike.
 std::vector<BackendParam> measurement_params();
 // The settings of a config resolved against measurement_params(), for `threads` measuring threads.
 MeasureSettings measure_settings(const Json& config, int threads);

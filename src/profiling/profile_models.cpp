@@ -42,6 +42,17 @@ std::vector<fs::path> paths_from_json(const Json& j) {
   return out;
 }
 
+// The converted files an earlier repeat recorded, to measure the same conversion again; none (convert anew)
+// when any of them is gone: a workspace moved or copied elsewhere, or its converted models deleted for space.
+std::vector<fs::path> reusable_files(const Json& record) {
+  std::vector<fs::path> files = paths_from_json(record.value("files", Json::array()));
+  for (const auto& f : files) {
+    std::error_code ec;
+    if (!fs::exists(f, ec)) return {};
+  }
+  return files;
+}
+
 Json stats_to_json(const LatencyStats& s) {
   return {{"samples_ms", s.samples_ms}, {"mean", s.mean}, {"std", s.std}, {"median", s.median},
           {"min", s.min},               {"max", s.max},   {"count", s.count}};
@@ -192,7 +203,8 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         size_t seq = 0;
         while (probe_journal->records().count(Journal::key(probe.id, static_cast<int>(seq)))) ++seq;
         std::vector<fs::path> files = probe.converted_files;
-        if (seq > 0) files = paths_from_json(probe_journal->records().at(probe.id).value("files", Json::array()));
+        if (seq > 0)
+          if (auto earlier = reusable_files(probe_journal->records().at(probe.id)); !earlier.empty()) files = earlier;
         Json record = measure_once("probe:" + probe.id, probe, files);
         record["id"] = probe.id;
         record["repeat"] = seq;
@@ -213,7 +225,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       if (files.empty())
         for (int r = 0; r < protocol.repeats && files.empty(); ++r)
           if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
-            files = paths_from_json(it->second.value("files", Json::array()));
+            files = reusable_files(it->second);
       Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
       record["id"] = item.job->id;
       record["repeat"] = item.repeat;

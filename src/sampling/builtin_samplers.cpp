@@ -69,7 +69,6 @@ double conv_flops(const KernelConfig& c, bool depthwise) {
   return 2 * (hw / s) * (hw / s) * params;
 }
 
-// Conv sampling sorts by FLOPs "for better profiling" (small kernels first), as nn-Meter does.
 void sort_by_flops(std::vector<KernelConfig>& configs, bool depthwise) {
   std::stable_sort(configs.begin(), configs.end(), [depthwise](const KernelConfig& a, const KernelConfig& b) {
     return conv_flops(a, depthwise) < conv_flops(b, depthwise);
@@ -102,7 +101,8 @@ class BuiltinSampler : public ConfigSampler {
         prior_dir_(build.prior_config_lib),
         row_share_(build.prior_rows),
         row_exclude_(build.prior_rows_exclude),
-        aligned_share_(build.aligned_channels) {}
+        aligned_share_(build.aligned_channels),
+        resolutions_(build.input_resolutions) {}
 
   std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
     if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
@@ -110,6 +110,29 @@ class BuiltinSampler : public ConfigSampler {
     // ALIGNED_CHANNELS draws from its own stream, so it changes nothing but the channels of the positions it
     // picks: the other samples stay the ones of the seed.
     Rng align_rng(seed ^ 0x9e3779b97f4a7c15ULL);
+    std::vector<KernelConfig> out = family_prior(n, rng, align_rng);
+    // INPUT_RESOLUTIONS draws from its own stream too: without it the samples are nn-Meter's for the seed.
+    Rng resolution_rng(seed ^ 0xc2b2ae3d27d4eb4fULL);
+    scale_to_resolutions(out, resolution_rng);
+    // Conv sampling sorts by FLOPs "for better profiling" (small kernels first), as nn-Meter does.
+    if (family_ == Family::Conv || family_ == Family::DwConv) sort_by_flops(out, family_ == Family::DwConv);
+    return out;
+  }
+
+  std::vector<KernelConfig> finegrained_config_sampling(int n, const std::vector<KernelConfig>& configs,
+                                                        uint64_t seed) override {
+    if (n <= 0) throw Error("the fine-grained sample number must be positive, got " + std::to_string(n));
+    Rng rng(seed);
+    std::vector<KernelConfig> out;
+    for (const auto& cfg : configs) {
+      auto more = around(cfg, n, rng);
+      out.insert(out.end(), more.begin(), more.end());
+    }
+    return out;
+  }
+
+ private:
+  std::vector<KernelConfig> family_prior(int n, Rng& rng, Rng& align_rng) const {
     switch (family_) {
       case Family::Conv: return conv_prior(n, rng, align_rng);
       case Family::DwConv: return dwconv_prior(n, rng, align_rng);
@@ -134,19 +157,6 @@ class BuiltinSampler : public ConfigSampler {
     return {};
   }
 
-  std::vector<KernelConfig> finegrained_config_sampling(int n, const std::vector<KernelConfig>& configs,
-                                                        uint64_t seed) override {
-    if (n <= 0) throw Error("the fine-grained sample number must be positive, got " + std::to_string(n));
-    Rng rng(seed);
-    std::vector<KernelConfig> out;
-    for (const auto& cfg : configs) {
-      auto more = around(cfg, n, rng);
-      out.insert(out.end(), more.begin(), more.end());
-    }
-    return out;
-  }
-
- private:
   PriorTable table(const std::string& file, const std::vector<std::string>& columns) const {
     return load_prior_table(file, prior_dir_, columns);
   }
@@ -165,7 +175,6 @@ class BuiltinSampler : public ConfigSampler {
     align_channels(out, align_rng);
     mix_in_rows(out, "conv.csv",
                 {{"input_h", "HW"}, {"cin", "CIN"}, {"cout", "COUT"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
-    sort_by_flops(out, false);
     return out;
   }
 
@@ -181,7 +190,6 @@ class BuiltinSampler : public ConfigSampler {
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
     align_channels(out, align_rng);
     mix_in_rows(out, "dwconv.csv", {{"input_h", "HW"}, {"cin", "CIN"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
-    sort_by_flops(out, true);
     return out;
   }
 
@@ -258,6 +266,22 @@ class BuiltinSampler : public ConfigSampler {
     for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, k, align_rng))
       for (auto& [key, value] : out[static_cast<size_t>(at)].items())
         if (is_channel_key(key) && value.get<int64_t>() > 0) value = make_divisible(value.get<int64_t>());
+  }
+
+  // INPUT_RESOLUTIONS: the prior library's layers (and the value sets HW snaps to) are those of networks at a
+  // 224x224 input, so without it the predictors see no HW between those steps: a network at 128 or 160 has
+  // feature maps of 64/32/16/8/4 or 80/40/20/10/5 the regressors can only guess at. Each sample's HW becomes
+  // the one its layer has in a network at a resolution drawn from the list, ceil(HW * r / 224) as strided
+  // layers round. (On onednn_cpu's 55-network bench it made no difference beyond the noise: opt-in.)
+  void scale_to_resolutions(std::vector<KernelConfig>& out, Rng& resolution_rng) const {
+    if (resolutions_.empty()) return;
+    constexpr int64_t kPriorResolution = 224;
+    for (auto& c : out) {
+      if (!c.contains("HW")) continue;
+      const int64_t r = resolutions_[resolution_rng.below(resolutions_.size())];
+      const int64_t hw = c["HW"].get<int64_t>();
+      c["HW"] = std::max<int64_t>(1, (hw * r + kPriorResolution - 1) / kPriorResolution);
+    }
   }
 
   // PRIOR_ROWS: a share of the samples are whole rows of the prior library (layers of real CNNs) in place of
@@ -378,6 +402,7 @@ class BuiltinSampler : public ConfigSampler {
   double row_share_ = 0;
   std::set<std::string> row_exclude_;
   double aligned_share_ = 0;
+  std::vector<int64_t> resolutions_;
 };
 
 }  // namespace

@@ -36,6 +36,8 @@ std::string expectation(const ConfigKey& k) {
       return "a text value";
     case T::NameList:
       return "a list of names";
+    case T::IntList:
+      return fmt::format("a non-empty list of integers in [{}, {}]", k.min, k.max);
   }
   return "";
 }
@@ -58,6 +60,11 @@ bool valid(const ConfigKey& k, const Json& v) {
       if (!v.is_array()) return false;
       for (const auto& item : v)
         if (!item.is_string() || item.get<std::string>().empty()) return false;
+      return true;
+    case T::IntList:
+      if (!v.is_array() || v.empty()) return false;
+      for (const auto& item : v)
+        if (!item.is_number_integer() || !in_range(k, item.get<double>())) return false;
       return true;
   }
   return false;
@@ -112,7 +119,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"PRIOR_CONFIG_LIB", T::Text},
                                               {"PRIOR_ROWS", T::Number, 0, 1},
                                               {"PRIOR_ROWS_EXCLUDE", T::NameList},
-                                              {"ALIGNED_CHANNELS", T::Number, 0, 1}};
+                                              {"ALIGNED_CHANNELS", T::Number, 0, 1},
+                                              {"INPUT_RESOLUTIONS", T::IntList, 16, 1024}};
   return keys;
 }
 
@@ -210,6 +218,8 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
   p.prior_rows = value_of(c, "PRIOR_ROWS", p.prior_rows);
   for (const auto& name : names_of(c, "PRIOR_ROWS_EXCLUDE")) p.prior_rows_exclude.insert(name);
   p.aligned_channels = value_of(c, "ALIGNED_CHANNELS", p.aligned_channels);
+  if (const auto r = c.find("INPUT_RESOLUTIONS"); r != c.end() && !r->is_null())
+    p.input_resolutions = r->get<std::vector<int64_t>>();
   const auto kernels = c.find("KERNELS");
   if (kernels == c.end() || kernels->is_null()) return p;
   if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");

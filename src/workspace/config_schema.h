@@ -9,10 +9,10 @@
 namespace nnmeter {
 
 struct ConfigKey {
-  enum class Type { Int, Number, Bool, Text, NameList };
+  enum class Type { Int, Number, Bool, Text, NameList, IntList };
   const char* name;
   Type type;
-  double min = 0, max = 0;     // Int and Number, inclusive
+  double min = 0, max = 0;     // Int, Number and each IntList entry, inclusive
   bool min_exclusive = false;  // Number: (min, max]
 };
 

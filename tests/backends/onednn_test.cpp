@@ -4,10 +4,12 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <random>
+#include <thread>
 
 #include "kit/model_zoo.h"
 #include "backends/onednn/engine.h"
@@ -544,6 +546,30 @@ TEST(OneDnnBackend, MeasurementHonoursItsSettings) {
   EXPECT_EQ(m.run_samples_ms.size(), 12u);
   s.runs = 0;
   EXPECT_THROW(backends::measure([] {}, s), Error);
+}
+
+// MAX_TIME_MS: a slow kernel's warm-up stops once it lasted that long and each round after 3 runs, whatever
+// WARMUP_RUNS and NUM_RUNS ask; 0 never stops early. (Each run sleeps longer than the limit, so the counts do
+// not depend on the machine's speed.)
+TEST(OneDnnBackend, MeasurementOfASlowKernelStopsAtMaxTime) {
+  int calls = 0;
+  const auto slow = [&] {
+    ++calls;
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  };
+  backends::MeasureSettings s = exact_settings(10, 20, 2);
+  s.max_time_ms = 50;
+  const auto m = backends::measure(slow, s);
+  EXPECT_EQ(calls, 1 + 1 + 2 * 3);
+  EXPECT_EQ(m.run_samples_ms.size(), 6u);
+  EXPECT_EQ(m.stats.count, 2);
+  calls = 0;
+  s = exact_settings(2, 4, 2);
+  s.max_time_ms = 0;
+  backends::measure(slow, s);
+  EXPECT_EQ(calls, 1 + 2 + 2 * 4);
+  s.max_time_ms = -1;
+  EXPECT_THROW(backends::measure(slow, s), Error);
 }
 
 // measure() runs the untimed preparation before every timed run and nowhere else.

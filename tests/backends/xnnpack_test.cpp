@@ -245,7 +245,7 @@ TEST(XnnpackBackend, BadInputIsOneLineNamingTheProblem) {
 TEST(XnnpackBackend, DeclaresItsParametersForWorkspaces) {
   std::vector<std::string> names;
   for (const auto& p : backend_params()) names.push_back(p.name);
-  EXPECT_EQ(names, (V{"NUM_THREADS", "WARMUP_RUNS", "NUM_RUNS", "NUM_ROUNDS", "MIN_TIME_MS", "COLD_CACHE", "COLD_CACHE_FILL_MB", "PIN_CPU", "MAX_BUSY",
+  EXPECT_EQ(names, (V{"NUM_THREADS", "WARMUP_RUNS", "NUM_RUNS", "NUM_ROUNDS", "MIN_TIME_MS", "MAX_TIME_MS", "COLD_CACHE", "COLD_CACHE_FILL_MB", "PIN_CPU", "MAX_BUSY",
                       "MAX_RETRIES"}));
   Registry registry;
   EXPECT_THROW(connect_backend(registry, "xnnpack_cpu", {{"NUM_THREADS", 0}}), Error);

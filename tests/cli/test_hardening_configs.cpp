@@ -71,7 +71,10 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"PRIOR_ROWS: 1.5", "PRIOR_ROWS must be a number in [0, 1], got 1.5"},
                        {"PRIOR_ROWS: .nan", "PRIOR_ROWS must be a number in [0, 1], got nan"},
                        {"PRIOR_ROWS_EXCLUDE: resnet18", "PRIOR_ROWS_EXCLUDE must be a list of names"},
-                       {"ALIGNED_CHANNELS: -0.5", "ALIGNED_CHANNELS must be a number in [0, 1], got -0.5"}},
+                       {"ALIGNED_CHANNELS: -0.5", "ALIGNED_CHANNELS must be a number in [0, 1], got -0.5"},
+                       {"INPUT_RESOLUTIONS: 224", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024], got 224"},
+                       {"INPUT_RESOLUTIONS: [128, 4096]", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
+                       {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());

@@ -130,6 +130,22 @@ TEST_F(ProfileModels, RaisingRepeatsMeasuresOnlyTheMissingOnes) {
   EXPECT_EQ(calls(tmp / "calls.txt").size(), 6u);
 }
 
+// Later repeats measure the conversion the first one recorded; when those files are gone (the workspace was
+// moved or copied, its converted models deleted for space) they convert the model anew instead of failing.
+TEST_F(ProfileModels, LaterRepeatsConvertAgainWhenTheRecordedFilesAreGone) {
+  const std::vector<ProfileJob> one = {jobs[0]};
+  profile_models(one, options, tmp / "j.jsonl", tmp / "e.log");
+  fs::rename(tmp / "models", tmp / "moved");
+  std::vector<ProfileJob> moved = one;
+  moved[0].model = tmp / "moved" / "AAAAAA.onnx";
+  options.backend_config["REPEATS"] = 2;
+  const auto outcomes = profile_models(moved, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_TRUE(outcomes.at("AAAAAA").ok) << outcomes.at("AAAAAA").error;
+  const std::string counted = test::read_text(tmp / "calls.txt");
+  ASSERT_EQ(test::count_lines(tmp / "calls.txt"), 2u) << counted;
+  EXPECT_NE(counted.find((tmp / "moved" / "AAAAAA.onnx").string()), std::string::npos) << counted;
+}
+
 TEST_F(ProfileModels, TheMeasuringOrderIsShuffledBySeedAcrossBatches) {
   options.backend_config["REPEATS"] = 2;
   const std::vector<ProfileJob> a = {jobs[0], jobs[2]}, b = {jobs[5]};

@@ -282,5 +282,52 @@ TEST(PriorSampling, AlignedChannelsRoundAShareToMultiplesOfEight) {
             suite_for("fc", {{"ALIGNED_CHANNELS", 0.3}}).sampler->prior_config_sampling(40, 3));
 }
 
+// INPUT_RESOLUTIONS: each sample's HW becomes its layer's HW in a network at a resolution drawn from the list,
+// ceil(HW * r / 224); nothing else changes, and without the key the samples are nn-Meter's.
+TEST(PriorSampling, InputResolutionsScaleHwToNetworksAtThoseInputs) {
+  auto scaled = [](KernelConfig c, int64_t r) {
+    if (c.contains("HW")) c["HW"] = (c["HW"].get<int64_t>() * r + 223) / 224;
+    return c.dump();
+  };
+  for (const char* kernel : {"conv-bn-relu", "dwconv-bn-relu", "maxpool", "relu", "concat", "global-avgpool", "fc"}) {
+    SCOPED_TRACE(kernel);
+    const auto plain = suite_for(kernel).sampler->prior_config_sampling(400, 5);
+    // One resolution: exactly the plain samples at 128 (conv kernels re-sorted by FLOPs, so as multisets).
+    const auto at128 = suite_for(kernel, {{"INPUT_RESOLUTIONS", Json::array({128})}}).sampler->prior_config_sampling(400, 5);
+    std::multiset<std::string> want, got;
+    for (const auto& c : plain) want.insert(scaled(c, 128));
+    for (const auto& c : at128) got.insert(c.dump());
+    EXPECT_EQ(got, want);
+    // Two: every sample is at one of them, each resolution taking about half.
+    const auto mixed = suite_for(kernel, {{"INPUT_RESOLUTIONS", Json::array({160, 224})}}).sampler->prior_config_sampling(400, 5);
+    std::multiset<std::string> at160, at224;
+    size_t movable = 0;  // samples whose HW differs at 160 (a 3 stays 3)
+    for (const auto& c : plain) {
+      at160.insert(scaled(c, 160));
+      at224.insert(c.dump());
+      movable += scaled(c, 160) != c.dump();
+    }
+    size_t changed = 0;
+    for (const auto& c : mixed) {
+      const std::string text = c.dump();
+      EXPECT_TRUE(at160.count(text) > 0 || at224.count(text) > 0) << text;
+      changed += at224.count(text) == 0;
+    }
+    if (std::string(kernel) == "fc") {
+      EXPECT_EQ(mixed, plain);  // no HW
+    } else {
+      EXPECT_GT(movable, 80u);
+      EXPECT_GT(changed, movable * 3 / 10);
+      EXPECT_LT(changed, movable * 7 / 10);
+    }
+  }
+  // The feature maps of a ResNet at 128: 112 -> 64, 56 -> 32, 7 -> 4, and 1 stays 1.
+  const auto convs = suite_for("conv-bn-relu", {{"INPUT_RESOLUTIONS", Json::array({128})}}).sampler->prior_config_sampling(2000, 1);
+  std::set<int64_t> hws;
+  for (const auto& c : convs) hws.insert(c["HW"].get<int64_t>());
+  for (int64_t hw : {1, 4, 32, 64, 128}) EXPECT_EQ(hws.count(hw), 1u) << hw;
+  for (int64_t hw : {7, 56, 112, 224}) EXPECT_EQ(hws.count(hw), 0u) << hw;
+}
+
 }  // namespace
 }  // namespace nnmeter
