@@ -257,8 +257,8 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
   if (s.pin) pin.emplace(m.cpus, std::max(1, s.threads));
 
   // MAX_TIME_MS: the runs of one process agree within 1-2 %, and a run of a second has no timer noise to
-  // average out, so the large kernels prior sampling draws (up to seconds a run, 26 runs a repeat) were a
-  // third of a build's profiling time for nothing; 3 runs a round still give a median.
+  // average out, so the large kernels prior sampling draws (up to seconds a run, 26 runs a repeat) spent a
+  // sixth of a build's profiling time on runs that added nothing; 3 runs a round still give a median.
   const auto past_max = [&s](Clock::time_point since) { return s.max_time_ms > 0 && ms_since(since) >= s.max_time_ms; };
   auto t0 = Clock::now();
   run();
