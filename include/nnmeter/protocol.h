@@ -17,6 +17,8 @@ struct MeasurementProtocol {
   RepeatStatistic statistic = RepeatStatistic::min;
   // A drift probe (fixed models measured by the same protocol) every this many measurements; 0: none.
   int probe_every = 0;
+  // Workers back large allocations with transparent huge pages (glibc's malloc hugetlb tunable).
+  bool huge_pages = true;
 
   // Reads the protocol keys of a backend config (defaults for absent keys); throws Error naming the key.
   static MeasurementProtocol from_config(const Json& config, const std::string& where = "backend_config.yaml");

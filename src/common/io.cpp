@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 namespace nnmeter::io {
 
@@ -114,9 +113,21 @@ std::string read_file(const fs::path& path, uintmax_t max_bytes) {
                 " nn-meter reads from such a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot read " + path.string() + ": " + errno_text());
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  // Read at its size in one piece: streaming through a stringstream copied a model's bytes twice and
+  // grew the buffer step by step, which cost more than parsing it. A file that grew since it was sized is
+  // read on to its end, within the same limit.
+  std::string bytes(ec ? 0 : static_cast<size_t>(size), '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  char chunk[1 << 16];
+  while (in && bytes.size() <= max_bytes) {
+    in.read(chunk, sizeof chunk);
+    bytes.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  if (bytes.size() > max_bytes)
+    throw Error(path.string() + " grew beyond the " + std::to_string(max_bytes) + " bytes nn-meter reads from such a file");
+  if (in.bad()) throw Error("cannot read " + path.string() + ": " + errno_text());
+  return bytes;
 }
 
 void write_file_atomic(const fs::path& path, std::string_view content) {

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -23,6 +24,20 @@ constexpr int kResultFd = 3;
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
   fd = -1;
+}
+
+// This process's environment with `overrides` (NAME=value) added or replacing the variables of that name.
+std::vector<std::string> environment_with(const std::vector<std::string>& overrides) {
+  std::vector<std::string> out;
+  const auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const bool replaced = std::any_of(overrides.begin(), overrides.end(),
+                                      [&](const std::string& o) { return name_of(o) == name_of(entry); });
+    if (!replaced) out.push_back(entry);
+  }
+  out.insert(out.end(), overrides.begin(), overrides.end());
+  return out;
 }
 
 std::vector<std::string> worker_argv(const fs::path& executable, const std::string& subcommand) {
@@ -47,8 +62,8 @@ bool write_all(int fd, const std::string& text) {
 }
 
 WorkerProcess::WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file,
-                             double startup_timeout_s) {
-  spawn(worker_argv(executable, "profile-worker"), log_file);
+                             double startup_timeout_s, const std::vector<std::string>& env) {
+  spawn(worker_argv(executable, "profile-worker"), log_file, env);
   auto reply = request(hello, startup_timeout_s);
   if (auto* why = std::get_if<std::string>(&reply))
     throw Error("the profiling worker did not start: " + *why + " (see " + log_file.string() + ")");
@@ -69,7 +84,7 @@ std::vector<std::string> worker_protocol_args() {
   return {"--result-fd", std::to_string(kResultFd), "--parent-pid", std::to_string(::getpid())};
 }
 
-void WorkerProcess::spawn(std::vector<std::string> args, const fs::path& log_file) {
+void WorkerProcess::spawn(std::vector<std::string> args, const fs::path& log_file, const std::vector<std::string>& env) {
   const std::string executable = args.at(0);
   int in_pipe[2], out_pipe[2];
   if (::pipe2(in_pipe, O_CLOEXEC) != 0) throw Error(std::string("cannot create a pipe: ") + std::strerror(errno));
@@ -99,7 +114,11 @@ void WorkerProcess::spawn(std::vector<std::string> args, const fs::path& log_fil
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const int rc = ::posix_spawn(&pid_, executable.c_str(), &actions, &attr, argv.data(), environ);
+  std::vector<std::string> env_strings = env.empty() ? std::vector<std::string>{} : environment_with(env);
+  std::vector<char*> envp;
+  for (auto& e : env_strings) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const int rc = ::posix_spawn(&pid_, executable.c_str(), &actions, &attr, argv.data(), env.empty() ? environ : envp.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   ::close(in_pipe[0]);

@@ -13,8 +13,10 @@ namespace nnmeter {
 
 class WorkerProcess {
  public:
-  // Starts the worker and sends `hello`; throws Error if it cannot start or rejects the hello.
-  WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file, double startup_timeout_s);
+  // Starts the worker and sends `hello`; throws Error if it cannot start or rejects the hello. `env` adds
+  // to (or replaces in) this process's environment for the worker, as NAME=value strings.
+  WorkerProcess(const fs::path& executable, const Json& hello, const fs::path& log_file, double startup_timeout_s,
+                const std::vector<std::string>& env = {});
   // Starts `<executable> <subcommand>` with the same pipes and no hello (e.g. `plugin-probe`).
   WorkerProcess(const fs::path& executable, const std::string& subcommand, const fs::path& log_file);
   // Starts `argv` (argv[0] the program's path) with the same pipes, e.g. a Python plugin host; an empty
@@ -29,7 +31,7 @@ class WorkerProcess {
   bool alive() const { return pid_ > 0; }
 
  private:
-  void spawn(std::vector<std::string> argv, const fs::path& log_file);
+  void spawn(std::vector<std::string> argv, const fs::path& log_file, const std::vector<std::string>& env = {});
   std::variant<Json, std::string> read_line(double timeout_s);
   std::string reap(const std::string& why);  // kills the process group, waits, describes the end
 

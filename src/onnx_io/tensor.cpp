@@ -97,18 +97,34 @@ HostTensor from_tensor_proto(const onnx::TensorProto& proto, const std::string& 
   return t;
 }
 
+namespace {
+
+// The values converted straight into the proto's raw bytes: no intermediate vector, as a model's weights
+// pass through here when a converted model is written.
+template <typename T>
+void set_raw(const std::vector<double>& values, onnx::TensorProto& proto) {
+  std::string* raw = proto.mutable_raw_data();
+  raw->resize(values.size() * sizeof(T));
+  char* out = raw->data();
+  for (const double v : values) {
+    const T x = static_cast<T>(v);
+    std::memcpy(out, &x, sizeof(T));
+    out += sizeof(T);
+  }
+}
+
+}  // namespace
+
 onnx::TensorProto to_tensor_proto(const HostTensor& tensor, const std::string& name) {
   onnx::TensorProto proto;
   proto.set_name(name);
   for (auto d : tensor.dims) proto.add_dims(d);
   if (tensor.dtype == HostTensor::DType::F32) {
     proto.set_data_type(onnx::TensorProto::FLOAT);
-    const auto floats = tensor.to_floats();
-    proto.set_raw_data(std::string(reinterpret_cast<const char*>(floats.data()), floats.size() * sizeof(float)));
+    set_raw<float>(tensor.data, proto);
   } else {
     proto.set_data_type(onnx::TensorProto::INT64);
-    const auto ints = tensor.to_ints();
-    proto.set_raw_data(std::string(reinterpret_cast<const char*>(ints.data()), ints.size() * sizeof(int64_t)));
+    set_raw<int64_t>(tensor.data, proto);
   }
   return proto;
 }

@@ -28,7 +28,12 @@ const std::vector<BackendParam>& protocol_params() {
       {"DRIFT_PROBE_EVERY", T::Int, 0,
        "Measure the drift probes (fixed models) at the start and after every this many measurements, to report "
        "slow drift of the device over a long run; 0: no probes",
-       0, kMaxProbeEvery}};
+       0, kMaxProbeEvery},
+      {"HUGE_PAGES", T::Bool, true,
+       "Worker processes back large allocations with transparent huge pages (where the system offers them on "
+       "request): loading and converting a model then touches a few large pages instead of thousands of small "
+       "ones, which costs more than measuring many kernels; false: the system's default pages",
+       std::nullopt, std::nullopt}};
   return params;
 }
 
@@ -69,6 +74,11 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
   };
   p.repeats = integer("REPEATS", p.repeats, 1, kMaxRepeats);
   p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, kMaxProbeEvery);
+  if (config.contains("HUGE_PAGES") && !config["HUGE_PAGES"].is_null()) {
+    if (!config["HUGE_PAGES"].is_boolean())
+      throw Error(fmt::format("{}: HUGE_PAGES must be true or false, got {}", where, config["HUGE_PAGES"].dump()));
+    p.huge_pages = config["HUGE_PAGES"].get<bool>();
+  }
   if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
     const Json& v = config["REPEAT_STATISTIC"];
     const std::string s = v.is_string() ? v.get<std::string>() : "";

@@ -12,6 +12,9 @@ TEST(Protocol, KeysAreEveryBackendsAndNeverReachTheBackend) {
   const Json resolved = resolve_backend_config(own_params(), Json{{"REPEATS", 3}}, "cfg.yaml");
   EXPECT_EQ(resolved["REPEATS"], 3);
   EXPECT_EQ(resolved["REPEAT_STATISTIC"], "min");
+  EXPECT_EQ(resolved["HUGE_PAGES"], true);
+  EXPECT_TRUE(MeasurementProtocol::from_config(resolved).huge_pages);
+  EXPECT_FALSE(MeasurementProtocol::from_config(Json{{"HUGE_PAGES", false}}).huge_pages);
   EXPECT_EQ(resolved["NUM_RUNS"], 10);
   EXPECT_EQ(backend_only(resolved), (Json{{"NUM_RUNS", 10}}));
   // A plugin that declares nothing still gets its own keys as written, and the protocol's defaults.
@@ -31,7 +34,8 @@ TEST(Protocol, BadValuesAreOneLineErrorsNamingTheKey) {
       {Json{{"REPEATS", 2.5}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got 2.5"},
       {Json{{"REPEATS", "five"}}, "cfg.yaml: REPEATS must be an integer from 1 to 100, got \"five\""},
       {Json{{"REPEAT_STATISTIC", "max"}}, "cfg.yaml: REPEAT_STATISTIC must be min, median or mean, got \"max\""},
-      {Json{{"DRIFT_PROBE_EVERY", -1}}, "cfg.yaml: DRIFT_PROBE_EVERY must be an integer from 0 to 1000000, got -1"}};
+      {Json{{"DRIFT_PROBE_EVERY", -1}}, "cfg.yaml: DRIFT_PROBE_EVERY must be an integer from 0 to 1000000, got -1"},
+      {Json{{"HUGE_PAGES", "yes"}}, "cfg.yaml: HUGE_PAGES must be true or false, got \"yes\""}};
   for (const auto& [config, message] : cases) {
     try {
       resolve_backend_config(own_params(), config, "cfg.yaml");

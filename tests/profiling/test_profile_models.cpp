@@ -1,4 +1,5 @@
 // The profiler's promises: isolation (a crash or hang costs one sample), durability and resume.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -189,6 +190,33 @@ TEST_F(ProfileModels, UnknownBackendFailsTheRunWithOneLine) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown backend 'ghost'"), std::string::npos) << e.what();
   }
+}
+
+// HUGE_PAGES (the default) reaches the worker as glibc's hugetlb tunable, added to what the user has in
+// GLIBC_TUNABLES; false leaves the environment alone, and so does a hugetlb setting of the user's own.
+TEST_F(ProfileModels, WorkersGetHugePagesUnlessTheConfigOrTheUserSaysOtherwise) {
+  const char* saved = std::getenv("GLIBC_TUNABLES");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  const std::vector<ProfileJob> one = {jobs.front()};
+  int run = 0;
+  auto tunables_seen = [&](const Json& extra, const char* user_tunables) {
+    if (user_tunables != nullptr) ::setenv("GLIBC_TUNABLES", user_tunables, 1);
+    else ::unsetenv("GLIBC_TUNABLES");
+    const fs::path log = tmp / fmt::format("env{}.txt", ++run);
+    ProfilerOptions o = options;
+    o.backend_config["ENV_LOG"] = log.string();
+    o.backend_config.update(extra);
+    const auto outcomes = profile_models(one, o, tmp / fmt::format("journal{}.jsonl", run), tmp / "errors.log");
+    EXPECT_TRUE(outcomes.at("AAAAAA").ok) << outcomes.at("AAAAAA").error;
+    return test::read_text(log);
+  };
+  EXPECT_EQ(tunables_seen(Json::object(), nullptr), "[glibc.malloc.hugetlb=1]\n");
+  EXPECT_EQ(tunables_seen({{"HUGE_PAGES", true}}, "glibc.malloc.arena_max=2"),
+            "[glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1]\n");
+  EXPECT_EQ(tunables_seen({{"HUGE_PAGES", false}}, nullptr), "[]\n");
+  EXPECT_EQ(tunables_seen(Json::object(), "glibc.malloc.hugetlb=0"), "[glibc.malloc.hugetlb=0]\n");
+  if (saved != nullptr) ::setenv("GLIBC_TUNABLES", saved_value.c_str(), 1);
+  else ::unsetenv("GLIBC_TUNABLES");
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // A backend plugin that misbehaves on purpose, for the profiler's isolation tests: a model whose file name
 // contains CRASH segfaults the process, HANG never returns, FAIL throws, HUGE measures 1e308 ms; every
 // profile call is counted in the file named by COUNTER ("<model> <pid>" per line) so tests can tell
-// whether a model was profiled again, and in which process. Every other model takes 2 ms, its runs spread
-// by ±SPREAD ms.
+// whether a model was profiled again, and in which process; ENV_LOG names a file that gets the worker's
+// GLIBC_TUNABLES per profile call. Every other model takes 2 ms, its runs spread by ±SPREAD ms.
 // NNMETER_CHAOS_CRASH=static|constructor|get_version segfaults while the library loads, in the
 // constructor or in get_version: what registration, check-env and connect must survive.
 #include <nnmeter/plugin.h>
@@ -36,13 +36,18 @@ class chaosBackend : public nnmeter::plugin::Backend {
   }
   json params() const override {
     return json::array({{{"name", "COUNTER"}, {"type", "string"}, {"default", ""}, {"help", "file counting profile calls"}},
-                        {{"name", "SPREAD"}, {"type", "float"}, {"default", 0.2}, {"help", "run-to-run spread, ms"}}});
+                        {{"name", "SPREAD"}, {"type", "float"}, {"default", 0.2}, {"help", "run-to-run spread, ms"}},
+                        {{"name", "ENV_LOG"}, {"type", "string"}, {"default", ""}, {"help", "file logging GLIBC_TUNABLES"}}});
   }
   std::string test_connection() override { return "chaos ready"; }
   json profile(const std::vector<std::string>& files) override {
     const std::string& model = files.at(0);
     if (const std::string counter = config_.value("COUNTER", ""); !counter.empty())
       std::ofstream(counter, std::ios::app) << model << " " << ::getpid() << "\n";
+    if (const std::string env_log = config_.value("ENV_LOG", ""); !env_log.empty()) {
+      const char* tunables = std::getenv("GLIBC_TUNABLES");
+      std::ofstream(env_log, std::ios::app) << "[" << (tunables != nullptr ? tunables : "") << "]\n";
+    }
     if (model.find("CRASH") != std::string::npos) ::raise(SIGSEGV);
     if (model.find("HANG") != std::string::npos)
       for (;;) ::pause();

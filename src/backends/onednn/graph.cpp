@@ -1,7 +1,9 @@
 // Loading an ONNX model into the engine's Graph: parsing with one-line errors, constants, static shapes
 // and the folding of everything computable at load time.
+#include <fcntl.h>
 #include <onnx/checker.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -279,6 +281,9 @@ Graph load_graph(onnx::ModelProto model, const std::string& origin) {
     throw Error(fmt::format("{} uses opset {}; onednn_cpu supports opsets up to 17 (exports at 11 to 13 are tested)",
                             origin, g.opset));
   Loader(g).run();
+  // Every initializer is a constant of the graph now; the protobuf copies of the weights would only double
+  // the memory a large model holds (and be copied again by folded_model).
+  g.model.mutable_graph()->clear_initializer();
   fuse_graph(g);
   return g;
 }
@@ -286,16 +291,21 @@ Graph load_graph(onnx::ModelProto model, const std::string& origin) {
 Graph load_graph(const fs::path& onnx_path) {
   // Sized before it is read: a device or a FIFO would be read without end.
   std::error_code ec;
-  if (fs::exists(onnx_path, ec) && !fs::is_directory(onnx_path, ec)) {
-    if (!fs::is_regular_file(onnx_path, ec))
-      throw Error(fmt::format("{} is not a regular file, so not an ONNX model", onnx_path.string()));
-    if (fs::file_size(onnx_path, ec) > kMaxModelFileBytes)
-      throw Error(fmt::format("{} is larger than the {} bytes an ONNX model can be", onnx_path.string(), kMaxModelFileBytes));
-  }
-  const std::string bytes = io::read_file(onnx_path);
+  const fs::file_status status = fs::status(onnx_path, ec);
+  if (!fs::exists(status)) throw Error("file not found: " + onnx_path.string());
+  if (fs::is_directory(status)) throw Error("expected a file but found a folder: " + onnx_path.string());
+  if (!fs::is_regular_file(status))
+    throw Error(fmt::format("{} is not a regular file, so not an ONNX model", onnx_path.string()));
+  if (fs::file_size(onnx_path, ec) > kMaxModelFileBytes)
+    throw Error(fmt::format("{} is larger than the {} bytes an ONNX model can be", onnx_path.string(), kMaxModelFileBytes));
+  // Parsed straight from the file: reading it into memory first was one more copy of every weight, and
+  // loading models is most of what profiling a small kernel costs.
+  const int fd = ::open(onnx_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(fmt::format("cannot read {}: {}", onnx_path.string(), std::strerror(errno)));
   onnx::ModelProto model;
-  if (bytes.size() > static_cast<size_t>(INT32_MAX) || !model.ParseFromString(bytes))
-    throw Error(fmt::format("{} is not a valid ONNX model (protobuf parsing failed)", onnx_path.string()));
+  const bool parsed = model.ParseFromFileDescriptor(fd);
+  ::close(fd);
+  if (!parsed) throw Error(fmt::format("{} is not a valid ONNX model (protobuf parsing failed)", onnx_path.string()));
   return load_graph(std::move(model), onnx_path.filename().string());
 }
 

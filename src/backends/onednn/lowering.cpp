@@ -2,7 +2,6 @@
 #include "backends/onednn/lowering.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace nnmeter::onednn {
 
@@ -159,9 +158,9 @@ memory Lowering::new_output(int value, const memory::desc& md) {
 
 memory Lowering::host_memory(const HostTensor& t, const memory::desc& md) const {
   memory m(md, engine());
-  const auto f = t.to_floats();
-  if (md.get_size() != f.size() * sizeof(float)) throw Error("internal: constant size does not match its layout");
-  std::memcpy(m.get_data_handle(), f.data(), md.get_size());
+  if (md.get_size() != t.data.size() * sizeof(float)) throw Error("internal: constant size does not match its layout");
+  std::transform(t.data.begin(), t.data.end(), static_cast<float*>(m.get_data_handle()),
+                 [](double v) { return static_cast<float>(v); });
   return m;
 }
 
