@@ -4,7 +4,7 @@
 # with modest sample counts, every sample measured in 5 independent repeats (fresh processes, one shuffled
 # order), print their accuracy table next to the measurement's own repeatability, register the predictor
 # (with the backend's fusion rules), predict four CNNs, and evaluate the predictor on them: each CNN
-# measured by the same protocol, the report in OUT/report.html. 16 to 34 minutes on 2 cores from a fresh clone, depending on the machine. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
+# measured by the same protocol, the report in OUT/report.html. 16 to 23 minutes on 2 cores from a fresh clone, depending on the machine. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."

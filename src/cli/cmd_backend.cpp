@@ -86,9 +86,21 @@ Json config_of(const ParamFlags& flags) {
   return config;
 }
 
+// The backend's config from a config file and flags, validated. A value that fails validation and came
+// from the command line alone is a usage error (exit 2), as a mistyped flag is; a config file's is not.
+Json resolve_flags(const std::vector<BackendParam>& params, const Json& given, const std::string& config_file,
+                   const std::string& flags_origin = "command-line flags") {
+  if (!config_file.empty()) return resolve_backend_config(params, given, config_file);
+  try {
+    return resolve_backend_config(params, given, flags_origin);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
+  }
+}
+
 std::unique_ptr<Backend> connect(Context& ctx, const std::string& name, const ParamFlags& flags) {
-  return connect_backend(ctx.registry, name, config_of(flags),
-                         flags.config_file.empty() ? "command-line flags" : flags.config_file);
+  const Json resolved = resolve_flags(find_backend(ctx.registry, name).params, config_of(flags), flags.config_file);
+  return connect_backend(ctx.registry, name, resolved, flags.config_file.empty() ? "command-line flags" : flags.config_file);
 }
 
 // A work dir given by the user, or a temporary one removed when done.
@@ -220,8 +232,7 @@ std::string repeat_summary(const ProfileOutcome& o, const MeasurementProtocol& p
 void do_profile(Context& ctx, const std::string& name, const ParamFlags& flags, const BackendArgs& a) {
   require_file(a.onnx, "--onnx-path");
   const BackendInfo info = find_backend(ctx.registry, name);
-  const Json resolved = resolve_backend_config(info.params, config_of(flags),
-                                               flags.config_file.empty() ? "command-line flags" : flags.config_file);
+  const Json resolved = resolve_flags(info.params, config_of(flags), flags.config_file);
   const MeasurementProtocol protocol = MeasurementProtocol::from_config(resolved);
   const WorkDir work(a.work_dir);
   // A dry run prints the device commands of one measurement; they are the same for every repeat, and a
@@ -356,7 +367,7 @@ void benchmark(Context& ctx, const BenchArgs& a) {
   if (a.rounds > 0) set_param(config, info, "NUM_ROUNDS", a.rounds, "--rounds");
   if (a.warmup >= 0) set_param(config, info, "WARMUP_RUNS", a.warmup, "--warmup");
   if (a.repeats > 0) config["REPEATS"] = a.repeats;
-  const Json resolved = resolve_backend_config(info.params, config, "benchmark flags");
+  const Json resolved = resolve_flags(info.params, config, "", "benchmark flags");
   const MeasurementProtocol protocol = MeasurementProtocol::from_config(resolved);
   const WorkDir work("");
   const ProfileOutcome o = measure_with_protocol(ctx, a.backend, resolved, a.onnx, work.path(), "");

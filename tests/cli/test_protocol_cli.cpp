@@ -52,8 +52,27 @@ TEST_F(ProtocolCli, BenchmarkPrintsOneLinePerRepeat) {
   EXPECT_TRUE(contains(r.out, "(nn-Meter) Latency: ")) << r.out;
   EXPECT_TRUE(contains(r.out, "min of 2 repeats in fresh processes")) << r.out;
   const CliResult bad = run_cli({"benchmark", "--onnx", model.string(), "--repeats", "500"}, tmp / "home");
-  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_EQ(bad.exit_code, 2);  // a flag's value out of range is a usage error, like a mistyped flag
   EXPECT_TRUE(contains(bad.err, "REPEATS must be an integer from 1 to 100, got 500")) << bad.err;
+}
+
+TEST_F(ProtocolCli, FlagValuesThatFailValidationAreUsageErrors) {
+  for (const std::vector<std::string>& flags : {std::vector<std::string>{"--repeats", "0"},
+                                                std::vector<std::string>{"--num-threads", "0"},
+                                                std::vector<std::string>{"--repeat-statistic", "max"}}) {
+    std::vector<std::string> args = {"backend", "onednn_cpu", "profile", "--onnx-path", model.string()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const CliResult r = run_cli(args, tmp / "home");
+    EXPECT_EQ(r.exit_code, 2) << flags[0] << ": " << r.err;
+    EXPECT_TRUE(contains(r.err, "command-line flags: ")) << r.err;
+  }
+  // The same value from a config file is the file's error: exit 1, naming the file.
+  const fs::path config = tmp / "cfg.yaml";
+  write_text(config, "REPEATS: 0\n");
+  const CliResult r = run_cli({"backend", "onednn_cpu", "profile", "--onnx-path", model.string(), "--config", config.string()},
+                              tmp / "home");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(contains(r.err, config.string() + ": REPEATS must be an integer from 1 to 100, got 0")) << r.err;
 }
 
 TEST_F(ProtocolCli, WorkspaceConfigCarriesTheProtocolKeys) {
