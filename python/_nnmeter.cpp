@@ -17,6 +17,7 @@
 
 #include "nnmeter/backend.h"
 #include "nnmeter/builder.h"
+#include "nnmeter/evaluate.h"
 #include "nnmeter/kernel_data.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/registry.h"
@@ -29,6 +30,22 @@ using namespace nnmeter;
 namespace {
 
 Registry registry_at(const std::string& home) { return home.empty() ? Registry() : Registry(home); }
+
+EvaluateSettings evaluate_settings(const std::string& predictor, const std::string& version, const std::string& backend,
+                                   const std::string& config_json, const std::vector<fs::path>& onnx,
+                                   const fs::path& work_dir, double timeout_s, uint64_t seed, bool progress) {
+  EvaluateSettings s;
+  s.predictor = predictor;
+  s.predictor_version = version;
+  s.backend = backend;
+  s.backend_config = Json::parse(config_json);
+  s.onnx = onnx;
+  s.work_dir = work_dir;
+  s.timeout_s = timeout_s;
+  s.seed = seed;
+  s.progress = progress;
+  return s;
+}
 
 // One model handed to the predictor: a file path, serialized ONNX bytes, or nn-Meter IR json text. It keeps
 // the Python bytes object alive and reads it in place (bytes are immutable, so no GIL is needed to read
@@ -454,6 +471,33 @@ PYBIND11_MODULE(_nnmeter, m) {
       py::arg("workspace"), py::arg("backend"), py::arg("kernel"), py::arg("kernel_data"),
       py::arg("finegrained_sample_num"), py::arg("error_threshold"), py::arg("mark"), py::arg("seed"),
       py::arg("progress"), py::arg("home") = "");
+  // evaluate returns the report as JSON text and its HTML page, which the Python layer writes where asked.
+  m.def(
+      "evaluate",
+      [](const std::string& predictor, const std::string& version, const std::string& backend, const std::string& config,
+         const std::vector<fs::path>& onnx, const fs::path& work_dir, double timeout_s, uint64_t seed, bool progress,
+         bool kernels, const std::string& home) {
+        EvaluateSettings s = evaluate_settings(predictor, version, backend, config, onnx, work_dir, timeout_s, seed, progress);
+        s.kernels = kernels;
+        py::gil_scoped_release unlocked;
+        const EvaluateReport report = evaluate(registry_at(home), s);
+        return std::make_pair(report.to_json().dump(), report.to_html());
+      },
+      py::arg("predictor"), py::arg("version"), py::arg("backend"), py::arg("config"), py::arg("onnx"),
+      py::arg("work_dir"), py::arg("timeout"), py::arg("seed"), py::arg("progress"), py::arg("kernels"),
+      py::arg("home") = "");
+  m.def(
+      "calibrate",
+      [](const std::string& predictor, const std::string& version, const std::string& backend, const std::string& config,
+         const std::vector<fs::path>& onnx, const fs::path& work_dir, double timeout_s, uint64_t seed, bool progress,
+         bool write, const std::string& home) {
+        const EvaluateSettings s = evaluate_settings(predictor, version, backend, config, onnx, work_dir, timeout_s, seed, progress);
+        py::gil_scoped_release unlocked;
+        return calibrate(registry_at(home), s, write).to_json().dump();
+      },
+      py::arg("predictor"), py::arg("version"), py::arg("backend"), py::arg("config"), py::arg("onnx"),
+      py::arg("work_dir"), py::arg("timeout"), py::arg("seed"), py::arg("progress"), py::arg("write"),
+      py::arg("home") = "");
   m.def(
       "build_latency_predictor",
       [](const std::string& workspace, const std::string& backend, const std::vector<std::string>& kernels,

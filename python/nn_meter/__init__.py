@@ -4,8 +4,10 @@ latency predictors for your own devices. The Python face of nn-meter's C++ core 
     import nn_meter
     predictor = nn_meter.load_latency_predictor("onednn_cpu_predictor")
     latency_ms = predictor.predict("mobilenet_v2.onnx", model_type="onnx")
+    report = nn_meter.evaluate("onednn_cpu_predictor", "models/")  # measured vs predicted, next to the ceiling
 """
 from ._native import native as _native
+from .evaluation import calibrate, evaluate
 from .predictor import (
     list_latency_predictors,
     load_latency_predictor,
@@ -30,6 +32,8 @@ __all__ = [
     "register_module",
     "unregister_module",
     "register_predictor",
+    "evaluate",
+    "calibrate",
 ]
 
 

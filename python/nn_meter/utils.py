@@ -28,14 +28,14 @@ def dumps(obj):
         raise TypeError(f"cannot pass {type(obj).__name__} to nn-meter: {e}") from None
 
 
-def write_json_atomic(path, obj):
-    """Writes JSON next to `path` and renames it into place, so a reader never sees half a file."""
+def write_text_atomic(path, text):
+    """Writes `text` next to `path` and renames it into place, so a reader never sees half a file."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=4)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -43,6 +43,10 @@ def write_json_atomic(path, obj):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(path, obj):
+    write_text_atomic(path, json.dumps(obj, indent=4))
 
 
 def latency_metrics(y_pred, y_true):

@@ -172,3 +172,37 @@ def test_bad_input_is_one_line_python_error(predictor, registered, tmp_path, mon
 def _write(path, text):
     path.write_text(text)
     return path
+
+
+def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, monkeypatch):
+    monkeypatch.setenv("NN_METER_HOME", str(registered[0]))
+    models = tmp_path / "models"
+    models.mkdir()
+    onnx.save(conv_relu_add(channels=16, hw=28, name="small"), str(models / "small.onnx"))
+    onnx.save(conv_relu_add(channels=32, hw=28, name="wide"), str(models / "wide.onnx"))
+    work = tmp_path / "evaluate"
+    report = nn_meter.evaluate("tiny", models, repeats=2, work_dir=work, report=tmp_path / "report.html",
+                               progress=False)
+    assert report["summary"]["models"] == 2
+    assert sorted(m["model"] for m in report["models"]) == ["small", "wide"]
+    for m in report["models"]:
+        assert len(m["repeats_ms"]) == 2 and m["measured_ms"] == min(m["repeats_ms"])
+        assert m["error"] == pytest.approx(m["predicted_ms"] / m["measured_ms"] - 1)
+    assert "repeatability" in report["summary"]
+    assert "<svg" in (tmp_path / "report.html").read_text()
+    assert json.loads((work / "results.json").read_text())["models"] == report["models"]
+    assert report["files"]["csv"] == str(work / "results.csv") and (work / "results.csv").exists()
+    # Resuming in the same folder measures nothing again: the journal's repeats come back unchanged.
+    again = nn_meter.evaluate("tiny", [models / "small.onnx", models / "wide.onnx"], repeats=2, work_dir=work,
+                              progress=False)
+    assert [m["repeats_ms"] for m in again["models"]] == [m["repeats_ms"] for m in report["models"]]
+    assert again["files"]["report"] == str(work / "report.html")
+
+    folder = registered[1] / "predictor_build" / "predictor"
+    calibration = nn_meter.calibrate("tiny", models, repeats=2, work_dir=work, dry_run=True, progress=False)
+    assert set(calibration["composition"]) >= {"c0", "c1"}
+    assert calibration["file"] is None and not (folder / "composition.json").exists()
+    assert [m["repeats_ms"] for m in calibration["evaluation"]["models"]] == [m["repeats_ms"] for m in report["models"]]
+
+    with pytest.raises(nn_meter.NNMeterError, match="missing.onnx"):
+        nn_meter.evaluate("tiny", tmp_path / "missing.onnx", work_dir=tmp_path / "e2", progress=False)
