@@ -6,8 +6,9 @@
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
 # CALIBRATE=1 fits the predictor's composition term (`nn-meter calibrate`) on 23 other variants of the same
-# architectures (none of the 55) before the evaluation, which then scores the calibrated prediction and, on the
-# same measurements, the plain sum of kernels (OUT/calibrate.txt, OUT/evaluate.txt).
+# architectures (none of the 55), measured in one shuffled order with the 55, before the evaluation, which then
+# scores the calibrated prediction and, on the same measurements, the plain sum of kernels (OUT/calibrate.txt,
+# OUT/evaluate.txt).
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
 # no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
 # models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
@@ -78,7 +79,18 @@ stamp build
 cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
 if [ "${CALIBRATE:-0}" = 1 ]; then
+  # The calibration and the evaluated networks measured in one shuffled order (OUT/networks), then calibrate
+  # and evaluate each on a copy of that journal (nothing measured twice): measured as two runs minutes apart,
+  # the machine's level moved between them and the term carried the shift into every prediction.
   [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
+  mkdir -p "$out/networks/models"
+  ln -f "$out"/calibration_models/*.onnx "$out"/models/*.onnx "$out/networks/models/"
+  stamp measure_networks
+  "$nnm" evaluate --predictor "$ws/predictor_build/predictor" --onnx "$out/networks/models" \
+    --work-dir "$out/networks/measured" > "$out/networks/measured.txt"
+  for step in calibrate evaluate; do
+    [ -d "$out/$step" ] || cp -r "$out/networks/measured" "$out/$step"
+  done
   stamp calibrate
   "$nnm" calibrate --predictor "$ws/predictor_build/predictor" --onnx "$out/calibration_models" \
     --work-dir "$out/calibrate" | tee "$out/calibrate.txt"

@@ -46,16 +46,7 @@ cp "$base/ws/configs/backend_config.yaml" "$ws/configs/backend_config.yaml"
 # The baseline predictor with the rebuilt kernels' models swapped in.
 rm -rf "$out/predictor"
 cp -r "$base/ws/predictor_build/predictor" "$out/predictor"
-python3 - "$ws/predictor_build/predictor" "$out/predictor" <<'PY'
-import json, shutil, sys, pathlib
-new, target = map(pathlib.Path, sys.argv[1:])
-meta_new = json.loads((new / "predictor.json").read_text())
-meta = json.loads((target / "predictor.json").read_text())
-for kernel, entry in meta_new["kernels"].items():
-    meta["kernels"][kernel] = entry
-    shutil.copy(new / f"{kernel}.json", target / f"{kernel}.json")
-(target / "predictor.json").write_text(json.dumps(meta, indent=2))
-PY
+python3 bench/swap_predictor_kernels.py "$ws/predictor_build/predictor" "$out/predictor"
 
 rm -rf "$out/evaluate"
 cp -r "$base/evaluate" "$out/evaluate"

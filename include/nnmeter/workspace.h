@@ -31,6 +31,7 @@ struct PredictorBuildConfig {
   std::set<std::string> prior_rows_exclude;     // PRIOR_ROWS_EXCLUDE: model names those layers never come from
   double aligned_channels = 0;                  // ALIGNED_CHANNELS: share with channels rounded to multiples of 8
   std::vector<int64_t> input_resolutions;       // INPUT_RESOLUTIONS: HW scaled to these inputs; empty: 224
+  std::vector<double> width_multipliers;        // WIDTH_MULTIPLIERS: PRIOR_ROWS at these widths; empty: as they are
   std::map<std::string, KernelBuildSettings> kernels;  // KERNELS
   // The KERNELS entry of `kernel`, or the defaults for a kernel the file does not list.
   KernelBuildSettings kernel(const std::string& name) const;

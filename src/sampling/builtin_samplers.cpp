@@ -102,7 +102,8 @@ class BuiltinSampler : public ConfigSampler {
         row_share_(build.prior_rows),
         row_exclude_(build.prior_rows_exclude),
         aligned_share_(build.aligned_channels),
-        resolutions_(build.input_resolutions) {}
+        resolutions_(build.input_resolutions),
+        widths_(build.width_multipliers) {}
 
   std::vector<KernelConfig> prior_config_sampling(int n, uint64_t seed) override {
     if (n <= 0) throw Error("sample_num must be positive, got " + std::to_string(n));
@@ -306,6 +307,8 @@ class BuiltinSampler : public ConfigSampler {
       for (const auto& [column, key] : columns) c[key] = static_cast<int64_t>(t.column(column)[r]);
       if (seen.insert(c.dump()).second) rows.push_back(std::move(c));
     }
+    // Feature-map channels scale with a network's width; fc rows keep theirs (a classifier's 1000 outputs).
+    if (!widths_.empty() && file != "fc.csv") rows = at_widths(rows);
     Rng rows_rng(rng.next());
     rows_rng.shuffle(rows);
     const auto wanted = static_cast<size_t>(std::lround(row_share_ * static_cast<double>(out.size())));
@@ -313,8 +316,27 @@ class BuiltinSampler : public ConfigSampler {
     if (k == 0) return;
     const auto at = sample_in_range(0, static_cast<int64_t>(out.size()) - 1, static_cast<int>(k), rows_rng);
     for (size_t i = 0; i < k; ++i) out[static_cast<size_t>(at[i])] = rows[i];
-    spdlog::info("{}: {} of {} prior samples are layers of real CNNs from the prior library's {} (PRIOR_ROWS {})", kernel_,
-                 k, out.size(), file, row_share_);
+    spdlog::info("{}: {} of {} prior samples are layers of real CNNs from the prior library's {} (PRIOR_ROWS {}{})", kernel_,
+                 k, out.size(), file, row_share_, widths_.empty() || file == "fc.csv" ? "" : ", at WIDTH_MULTIPLIERS");
+  }
+
+  // WIDTH_MULTIPLIERS: every real row at every width of the list, as a NAS space or a width-multiplied
+  // network has it (channels × w rounded as make_divisible rounds them; an image's 3 input channels stay).
+  // A row is a layer at its network's one width, and a NAS space (or a family's ×0.5…×1.4 variants) puts the same
+  // layer at channel counts between and around those rows.
+  std::vector<KernelConfig> at_widths(const std::vector<KernelConfig>& rows) const {
+    std::vector<KernelConfig> out;
+    std::set<std::string> seen;
+    for (const auto& row : rows)
+      for (const double w : widths_) {
+        KernelConfig c = row;
+        if (w != 1.0)
+          for (auto& [key, value] : c.items())
+            if (is_channel_key(key) && value.get<int64_t>() > 3)
+              value = make_divisible(static_cast<int64_t>(std::llround(static_cast<double>(value.get<int64_t>()) * w)));
+        if (seen.insert(c.dump()).second) out.push_back(std::move(c));
+      }
+    return out;
   }
 
   // A config value to sample around, within the builtin kernels' limits.
@@ -403,6 +425,7 @@ class BuiltinSampler : public ConfigSampler {
   std::set<std::string> row_exclude_;
   double aligned_share_ = 0;
   std::vector<int64_t> resolutions_;
+  std::vector<double> widths_;
 };
 
 }  // namespace

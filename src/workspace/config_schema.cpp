@@ -38,6 +38,8 @@ std::string expectation(const ConfigKey& k) {
       return "a list of names";
     case T::IntList:
       return fmt::format("a non-empty list of integers in [{}, {}]", k.min, k.max);
+    case T::NumberList:
+      return fmt::format("a non-empty list of numbers in [{}, {}]", k.min, k.max);
   }
   return "";
 }
@@ -62,9 +64,11 @@ bool valid(const ConfigKey& k, const Json& v) {
         if (!item.is_string() || item.get<std::string>().empty()) return false;
       return true;
     case T::IntList:
+    case T::NumberList:
       if (!v.is_array() || v.empty()) return false;
       for (const auto& item : v)
-        if (!item.is_number_integer() || !in_range(k, item.get<double>())) return false;
+        if (!(k.type == T::IntList ? item.is_number_integer() : item.is_number()) || !in_range(k, item.get<double>()))
+          return false;
       return true;
   }
   return false;
@@ -120,7 +124,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"PRIOR_ROWS", T::Number, 0, 1},
                                               {"PRIOR_ROWS_EXCLUDE", T::NameList},
                                               {"ALIGNED_CHANNELS", T::Number, 0, 1},
-                                              {"INPUT_RESOLUTIONS", T::IntList, 16, 1024}};
+                                              {"INPUT_RESOLUTIONS", T::IntList, 16, 1024},
+                                              {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4}};
   return keys;
 }
 
@@ -220,6 +225,8 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
   p.aligned_channels = value_of(c, "ALIGNED_CHANNELS", p.aligned_channels);
   if (const auto r = c.find("INPUT_RESOLUTIONS"); r != c.end() && !r->is_null())
     p.input_resolutions = r->get<std::vector<int64_t>>();
+  if (const auto w = c.find("WIDTH_MULTIPLIERS"); w != c.end() && !w->is_null())
+    p.width_multipliers = w->get<std::vector<double>>();
   const auto kernels = c.find("KERNELS");
   if (kernels == c.end() || kernels->is_null()) return p;
   if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");

@@ -9,10 +9,10 @@
 namespace nnmeter {
 
 struct ConfigKey {
-  enum class Type { Int, Number, Bool, Text, NameList, IntList };
+  enum class Type { Int, Number, Bool, Text, NameList, IntList, NumberList };
   const char* name;
   Type type;
-  double min = 0, max = 0;     // Int, Number and each IntList entry, inclusive
+  double min = 0, max = 0;     // Int, Number and each IntList/NumberList entry, inclusive
   bool min_exclusive = false;  // Number: (min, max]
 };
 

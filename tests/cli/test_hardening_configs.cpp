@@ -74,7 +74,9 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"ALIGNED_CHANNELS: -0.5", "ALIGNED_CHANNELS must be a number in [0, 1], got -0.5"},
                        {"INPUT_RESOLUTIONS: 224", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024], got 224"},
                        {"INPUT_RESOLUTIONS: [128, 4096]", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
-                       {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"}},
+                       {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
+                       {"WIDTH_MULTIPLIERS: [0.5, 0]", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4], got [0.5,0]"},
+                       {"WIDTH_MULTIPLIERS: 1.0", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4]"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());

@@ -282,6 +282,65 @@ TEST(PriorSampling, AlignedChannelsRoundAShareToMultiplesOfEight) {
             suite_for("fc", {{"ALIGNED_CHANNELS", 0.3}}).sampler->prior_config_sampling(40, 3));
 }
 
+// WIDTH_MULTIPLIERS: the real rows of PRIOR_ROWS at the widths of the list (channels × w rounded to multiples
+// of 8 as make_divisible rounds; a 3-channel image input stays 3); width 1 alone is PRIOR_ROWS unchanged, and
+// fc rows (a classifier's outputs) are not scaled.
+TEST(PriorSampling, WidthMultipliersPutRealRowsAtOtherWidths) {
+  auto rounded = [](int64_t c, double w) {
+    if (c <= 3) return c;
+    const auto scaled = static_cast<int64_t>(std::llround(static_cast<double>(c) * w));
+    int64_t v = std::max<int64_t>(8, (scaled + 4) / 8 * 8);
+    return 10 * v < 9 * scaled ? v + 8 : v;
+  };
+  // The library's ungrouped conv rows (~430 distinct), and each at half width.
+  const auto t = sampling::load_prior_table("conv.csv", std::nullopt, {"input_h", "cin", "cout", "ks", "stride", "groups"});
+  std::set<std::string> at_one, at_half;
+  for (size_t r = 0; r < t.rows(); ++r) {
+    if (t.column("groups")[r] != 1) continue;
+    auto col = [&](const char* name) { return static_cast<int64_t>(t.column(name)[r]); };
+    KernelConfig c = {{"HW", col("input_h")}, {"CIN", col("cin")}, {"COUT", col("cout")}, {"KERNEL_SIZE", col("ks")},
+                      {"STRIDES", col("stride")}};
+    at_one.insert(c.dump());
+    for (const char* k : {"CIN", "COUT"}) {
+      c[k] = rounded(c[k].get<int64_t>(), 0.5);
+    }
+    at_half.insert(c.dump());
+  }
+  ASSERT_GT(at_one.size(), 400u);
+  // 300 samples, all rows: every one a real row at half width, channels multiples of 8 but the stems' 3.
+  const auto half = suite_for("conv-bn-relu", {{"PRIOR_ROWS", 1.0}, {"WIDTH_MULTIPLIERS", {0.5}}})
+                        .sampler->prior_config_sampling(300, 2);
+  size_t stems = 0;
+  for (const auto& c : half) {
+    EXPECT_EQ(at_half.count(c.dump()), 1u) << c.dump();
+    stems += c["CIN"] == 3;
+    for (const char* k : {"CIN", "COUT"}) {
+      if (c[k].get<int64_t>() > 3) {
+        EXPECT_EQ(c[k].get<int64_t>() % 8, 0) << c.dump();
+      }
+    }
+  }
+  EXPECT_GE(stems, 4u);
+  // Two widths: the pool doubles, and both widths are drawn.
+  const auto mixed = suite_for("conv-bn-relu", {{"PRIOR_ROWS", 1.0}, {"WIDTH_MULTIPLIERS", {0.5, 1.0}}})
+                         .sampler->prior_config_sampling(300, 2);
+  size_t from_half = 0, from_one = 0;
+  for (const auto& c : mixed) {
+    EXPECT_TRUE(at_half.count(c.dump()) > 0 || at_one.count(c.dump()) > 0) << c.dump();
+    from_half += at_half.count(c.dump()) > 0 && at_one.count(c.dump()) == 0;
+    from_one += at_one.count(c.dump()) > 0 && at_half.count(c.dump()) == 0;
+  }
+  EXPECT_GT(from_half, 80u);
+  EXPECT_GT(from_one, 80u);
+  EXPECT_EQ(suite_for("conv-bn-relu", {{"PRIOR_ROWS", 0.3}, {"WIDTH_MULTIPLIERS", {1.0}}}).sampler->prior_config_sampling(200, 7),
+            suite_for("conv-bn-relu", {{"PRIOR_ROWS", 0.3}}).sampler->prior_config_sampling(200, 7));
+  EXPECT_EQ(suite_for("fc", {{"PRIOR_ROWS", 0.5}, {"WIDTH_MULTIPLIERS", {0.5}}}).sampler->prior_config_sampling(40, 3),
+            suite_for("fc", {{"PRIOR_ROWS", 0.5}}).sampler->prior_config_sampling(40, 3));
+  // Depthwise rows scale too (their only channel count).
+  const auto dw = suite_for("dwconv-bn-relu", {{"PRIOR_ROWS", 1.0}, {"WIDTH_MULTIPLIERS", {0.75}}}).sampler->prior_config_sampling(20, 2);
+  for (const auto& c : dw) EXPECT_EQ(c["CIN"].get<int64_t>() % 8, 0) << c.dump();
+}
+
 // INPUT_RESOLUTIONS: each sample's HW becomes its layer's HW in a network at a resolution drawn from the list,
 // ceil(HW * r / 224); nothing else changes, and without the key the samples are nn-Meter's.
 TEST(PriorSampling, InputResolutionsScaleHwToNetworksAtThoseInputs) {

@@ -148,7 +148,7 @@ namespace {
 // values, bad ones are one line naming the file and the key.
 TEST(TypedConfigs, PredictorBuildConfigReadsTheFileOnce) {
   const Json c = Json::parse(R"({"DETAIL": true, "BATCH_SIZE": 4, "PRIOR_ROWS": 0.3, "PRIOR_ROWS_EXCLUDE": ["resnet18"],
-      "PRIOR_CONFIG_LIB": "/lib", "INPUT_RESOLUTIONS": [160, 224], "KERNELS": {"conv-bn-relu": {"INIT_SAMPLE_NUM": 50, "ERROR_THRESHOLD": 0.2},
+      "PRIOR_CONFIG_LIB": "/lib", "INPUT_RESOLUTIONS": [160, 224], "WIDTH_MULTIPLIERS": [0.5, 1], "KERNELS": {"conv-bn-relu": {"INIT_SAMPLE_NUM": 50, "ERROR_THRESHOLD": 0.2},
       "relu": null}})");
   const PredictorBuildConfig p = PredictorBuildConfig::from_json(c);
   EXPECT_TRUE(p.detail);
@@ -158,6 +158,7 @@ TEST(TypedConfigs, PredictorBuildConfigReadsTheFileOnce) {
   EXPECT_EQ(p.prior_config_lib, fs::path("/lib"));
   EXPECT_EQ(p.aligned_channels, 0);
   EXPECT_EQ(p.input_resolutions, (std::vector<int64_t>{160, 224}));
+  EXPECT_EQ(p.width_multipliers, (std::vector<double>{0.5, 1.0}));
   EXPECT_TRUE(PredictorBuildConfig::from_json(Json::object()).input_resolutions.empty());
   ASSERT_EQ(p.kernels.size(), 2u);
   EXPECT_EQ(p.kernel("conv-bn-relu").init_sample_num, 50);
