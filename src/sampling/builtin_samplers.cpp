@@ -308,7 +308,8 @@ class BuiltinSampler : public ConfigSampler {
       if (seen.insert(c.dump()).second) rows.push_back(std::move(c));
     }
     // Feature-map channels scale with a network's width; fc rows keep theirs (a classifier's 1000 outputs).
-    if (!widths_.empty() && file != "fc.csv") rows = at_widths(rows);
+    const bool at_other_widths = !widths_.empty() && file != "fc.csv";
+    if (at_other_widths) rows = at_widths(rows);
     Rng rows_rng(rng.next());
     rows_rng.shuffle(rows);
     const auto wanted = static_cast<size_t>(std::lround(row_share_ * static_cast<double>(out.size())));
@@ -317,13 +318,12 @@ class BuiltinSampler : public ConfigSampler {
     const auto at = sample_in_range(0, static_cast<int64_t>(out.size()) - 1, static_cast<int>(k), rows_rng);
     for (size_t i = 0; i < k; ++i) out[static_cast<size_t>(at[i])] = rows[i];
     spdlog::info("{}: {} of {} prior samples are layers of real CNNs from the prior library's {} (PRIOR_ROWS {}{})", kernel_,
-                 k, out.size(), file, row_share_, widths_.empty() || file == "fc.csv" ? "" : ", at WIDTH_MULTIPLIERS");
+                 k, out.size(), file, row_share_, at_other_widths ? ", at WIDTH_MULTIPLIERS" : "");
   }
 
-  // WIDTH_MULTIPLIERS: every real row at every width of the list, as a NAS space or a width-multiplied
-  // network has it (channels × w rounded as make_divisible rounds them; an image's 3 input channels stay).
-  // A row is a layer at its network's one width, and a NAS space (or a family's ×0.5…×1.4 variants) puts the same
-  // layer at channel counts between and around those rows.
+  // WIDTH_MULTIPLIERS: every real row at every width of the list (channels × w rounded as make_divisible
+  // rounds them; an image's 3 input channels stay). A row is a layer at its network's one width, while a NAS
+  // space or a width-multiplied network has the same layer at channel counts between and around the rows.
   std::vector<KernelConfig> at_widths(const std::vector<KernelConfig>& rows) const {
     std::vector<KernelConfig> out;
     std::set<std::string> seen;
