@@ -58,6 +58,7 @@ struct ModelEvaluation {
   std::optional<double> predicted_ms, measured_ms;  // measured: the protocol's statistic of the repeats
   // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
   std::optional<double> kernels_ms, footprint_mb;
+  std::map<std::string, double> kernels_ms_by_type;  // Σ predicted ms per predictor kernel (calibrate's forms)
   std::vector<double> repeats_ms, repeat_times;     // each repeat's value and end time (epoch seconds)
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored

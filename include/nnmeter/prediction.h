@@ -132,27 +132,36 @@ double model_footprint_mb(const ModelIr& ir);
 
 inline constexpr const char* kCompositionFile = "composition.json";  // in the predictor folder, optional
 
-// latency = Σ kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to the calibrated range (the
-// term never extrapolates). Fitted by `nn-meter calibrate` on networks measured by the repeat protocol;
-// without composition.json a predictor sums its kernels, as nn-Meter does.
+// latency = Σ unscaled kernels + Σ other kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to
+// the calibrated range (the term never extrapolates). Unscaled kernels are predictor kernels whose time a
+// network does not change (calibrate keeps them only where networks of families it was not fitted on say so).
+// Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
+// predictor sums its kernels, as nn-Meter does.
 struct CompositionModel {
   double c0 = 0, c1 = 0;
   double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
+  std::set<std::string> unscaled_kernels;  // predictor kernel names, e.g. "fc"
   Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
   double factor(double footprint_mb) const;
+  // kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels.
+  double latency(double kernels_ms, double unscaled_ms, double footprint_mb) const {
+    return unscaled_ms + (kernels_ms - unscaled_ms) * factor(footprint_mb);
+  }
   std::string describe() const;  // "x0.993 at 16.6 MB … x1.090 at 179 MB"
   Json to_json() const;
   // Malformed or out-of-range values → Error naming `origin`.
   static CompositionModel from_json(const Json& j, const std::string& origin);
 };
 
-// One calibration network: Σ of its predicted kernels, its measured latency, its footprint.
+// One calibration network: Σ of its predicted kernels, its measured latency, its footprint, and the part
+// of the kernels' sum the term leaves unscaled.
 struct CompositionPoint {
-  double kernels_ms = 0, measured_ms = 0, footprint_mb = 0;
+  double kernels_ms = 0, measured_ms = 0, footprint_mb = 0, unscaled_ms = 0;
 };
-// Least squares of ln(measured / kernels) on ln(footprint). Fewer than 4 points or footprints spanning
-// less than 2× fit the constant only (c1 = 0). No point, or a non-positive value → Error.
-CompositionModel fit_composition(const std::vector<CompositionPoint>& points);
+// Least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the given unscaled
+// kernels. Fewer than 4 points or footprints spanning less than 2× fit the constant only (c1 = 0). No point,
+// a non-positive value, or unscaled kernels taking all of a network's time → Error.
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels = {});
 
 // ---------------------------------------------------------------------------------------------------------
 // Prediction
@@ -174,8 +183,9 @@ struct UncoveredOp {
 
 struct ModelPrediction {
   std::string model;
-  double latency_ms = 0;   // kernels_ms × composition_factor
+  double latency_ms = 0;   // unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor
   double kernels_ms = 0;   // sum of kernels[i].latency_ms
+  double unscaled_ms = 0;  // of kernels_ms, what the composition's unscaled kernels take
   double footprint_mb = 0;  // model_footprint_mb
   double composition_factor = 1;  // 1 without a calibrated composition
   std::vector<KernelPrediction> kernels;

@@ -79,6 +79,7 @@ def test_a_calibrated_folder_predicts_with_its_composition(registered, predictor
     detail = nn_meter.load_predictor_folder(str(folder)).predict_detail(model)
     assert detail["kernels_ms"] == pytest.approx(plain["kernels_ms"], rel=1e-12)
     assert detail["composition_factor"] == pytest.approx(np.exp(0.1), rel=1e-12)
+    assert detail["unscaled_ms"] == 0  # no unscaled_kernels in the file: every kernel scaled
     assert detail["latency_ms"] == pytest.approx(plain["latency_ms"] * np.exp(0.1), rel=1e-12)
     (folder / "composition.json").write_text("{")
     with pytest.raises(Exception, match="composition.json"):

@@ -59,8 +59,8 @@ void log_breakdown(const ModelPrediction& p) {
   }
   for (const auto& u : p.uncovered) spdlog::debug("  uncovered {} ({}): {}", u.node, u.type, u.reason);
   if (p.composition_factor != 1)
-    spdlog::debug("  kernels {:.4f} ms x composition {:.4f} (footprint {:.1f} MB)", p.kernels_ms, p.composition_factor,
-                  p.footprint_mb);
+    spdlog::debug("  kernels {:.4f} ms ({:.4f} ms unscaled) x composition {:.4f} (footprint {:.1f} MB)", p.kernels_ms,
+                  p.unscaled_ms, p.composition_factor, p.footprint_mb);
 }
 
 void predict(Context& ctx, const PredictArgs& a) {

@@ -3,8 +3,10 @@
 // estimate of how the term does on families it was not fitted on, and the atomic write of composition.json.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <set>
@@ -16,16 +18,52 @@ namespace nnmeter {
 
 namespace {
 
+// Kernel sets the term may leave unscaled, each tried against scaling every kernel. A batch-1 fully connected
+// layer streams weights larger than the caches alone as in a network (prediction/composition.cpp).
+const std::vector<std::set<std::string>> kUnscaledForms = {{}, {"fc"}};
+
+double unscaled_ms(const ModelEvaluation& m, const std::set<std::string>& kernels) {
+  double ms = 0;
+  for (const auto& k : kernels)
+    if (const auto it = m.kernels_ms_by_type.find(k); it != m.kernels_ms_by_type.end()) ms += it->second;
+  return ms;
+}
+
 std::optional<double> with(const CompositionModel& c, const ModelEvaluation& m) {
   if (!m.kernels_ms || !m.footprint_mb) return std::nullopt;
-  return *m.kernels_ms * c.factor(*m.footprint_mb);
+  return c.latency(*m.kernels_ms, unscaled_ms(m, c.unscaled_kernels), *m.footprint_mb);
 }
 
 bool usable(const ModelEvaluation& m) {
   return m.measured_ms && m.kernels_ms && m.footprint_mb && *m.measured_ms > 0 && *m.kernels_ms > 0 && *m.footprint_mb > 0;
 }
 
-CompositionPoint point(const ModelEvaluation& m) { return {*m.kernels_ms, *m.measured_ms, *m.footprint_mb}; }
+// The term for one set of unscaled kernels, and how it does on each family when fitted on the others.
+struct FormFit {
+  CompositionModel model;
+  std::optional<AccuracySummary> held_out_families;
+};
+
+FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std::string>& families,
+                 const std::set<std::string>& unscaled, RepeatStatistic statistic) {
+  const auto points = [&](const std::string& without_family) {
+    std::vector<CompositionPoint> out;
+    for (const auto& m : models)
+      if (usable(m) && m.family != without_family)
+        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, unscaled_ms(m, unscaled)});
+    return out;
+  };
+  FormFit f{fit_composition(points(""), unscaled), std::nullopt};
+  if (families.size() >= 3) {
+    std::map<std::string, CompositionModel> without;  // family → term fitted on all other families
+    for (const auto& family : families) without.emplace(family, fit_composition(points(family), unscaled));
+    f.held_out_families = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) -> std::optional<double> {
+      if (!usable(m)) return std::nullopt;
+      return with(without.at(m.family), m);
+    });
+  }
+  return f;
+}
 
 }  // namespace
 
@@ -33,17 +71,45 @@ CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& se
   CalibrationReport r;
   r.evaluation = evaluate(registry, settings);
   const EvaluateReport& e = r.evaluation;
-  std::vector<CompositionPoint> points;
   std::set<std::string> families;
+  size_t usable_models = 0;
   for (const auto& m : e.models)
     if (usable(m)) {
-      points.push_back(point(m));
+      ++usable_models;
       families.insert(m.family);
     }
-  if (points.empty())
+  if (usable_models == 0)
     throw Error(fmt::format("none of the {} models could be both predicted and measured, nothing to calibrate on: see {}",
                             e.models.size(), (settings.work_dir / "results.csv").string()));
-  r.composition = fit_composition(points);
+  // Every form is fitted; the one that predicts families it was not fitted on best is kept. Without three
+  // families there is no such evidence, and every kernel is scaled.
+  const RepeatStatistic statistic = e.protocol.statistic;
+  std::vector<FormFit> fits;
+  Json forms = Json::array();
+  for (const auto& unscaled : kUnscaledForms) {
+    const bool present = std::any_of(e.models.begin(), e.models.end(),
+                                     [&](const ModelEvaluation& m) { return usable(m) && unscaled_ms(m, unscaled) > 0; });
+    if (!unscaled.empty() && !present) continue;  // the networks have none of these kernels: nothing to tell apart
+    Json form = {{"unscaled_kernels", unscaled}};
+    try {
+      fits.push_back(fit_form(e.models, families, unscaled, statistic));
+    } catch (const Error& error) {
+      if (unscaled.empty()) throw;
+      form["not_fitted"] = error.what();
+      forms.push_back(std::move(form));
+      continue;
+    }
+    const FormFit& f = fits.back();
+    form["c0"] = f.model.c0;
+    form["c1"] = f.model.c1;
+    form["held_out_families"] = f.held_out_families ? f.held_out_families->to_json() : Json(nullptr);
+    forms.push_back(std::move(form));
+  }
+  const FormFit* best = &fits.front();
+  for (const auto& f : fits)
+    if (f.held_out_families && best->held_out_families && f.held_out_families->rmspe < best->held_out_families->rmspe) best = &f;
+  r.composition = best->model;
+  r.held_out_families = best->held_out_families;
   // Caches move a network by percents, not by half: a larger factor says the kernel predictors are off.
   for (double f : {r.composition.footprint_min_mb, r.composition.footprint_max_mb})
     if (std::abs(std::log(r.composition.factor(f))) > std::log(1.5)) {
@@ -56,25 +122,11 @@ CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& se
   // A term outside what composition.json accepts is an error here, before anything is written.
   CompositionModel::from_json(r.composition.to_json(), "the fitted composition");
 
-  const RepeatStatistic statistic = e.protocol.statistic;
   r.before = summarize_predictions(e.models, statistic, [](const ModelEvaluation& m) { return m.kernels_ms; });
   r.after = summarize_predictions(e.models, statistic, [&](const ModelEvaluation& m) { return with(r.composition, m); });
-  if (families.size() >= 3) {
-    std::map<std::string, CompositionModel> without;  // family → term fitted on all other families
-    for (const auto& family : families) {
-      std::vector<CompositionPoint> others;
-      for (const auto& m : e.models)
-        if (usable(m) && m.family != family) others.push_back(point(m));
-      without.emplace(family, fit_composition(others));
-    }
-    r.held_out_families = summarize_predictions(e.models, statistic, [&](const ModelEvaluation& m) -> std::optional<double> {
-      if (!usable(m)) return std::nullopt;
-      return with(without.at(m.family), m);
-    });
-  }
 
   r.composition.calibration = {
-      {"models", points.size()},
+      {"models", usable_models},
       {"families", families.size()},
       {"backend", e.backend},
       {"backend_config", e.backend_config},
@@ -84,6 +136,7 @@ CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& se
       {"in_sample", r.after.to_json()},
   };
   if (r.held_out_families) r.composition.calibration["held_out_families"] = r.held_out_families->to_json();
+  r.composition.calibration["forms"] = std::move(forms);
   if (write) {
     const fs::path folder = fs::is_directory(settings.predictor)
                                 ? fs::path(settings.predictor)
@@ -114,10 +167,9 @@ std::string CalibrationReport::to_table() const {
       out += fmt::format("{:<34} {}\n", m.name, m.error.empty() ? "not scored" : m.error);
       continue;
     }
-    const double f = composition.factor(*m.footprint_mb);
     out += fmt::format("{:<34} {:>12.4f} {:>10.4f} {:>8.1f}MB {:>9.3f} {:>+11.1f}% {:>+10.1f}%\n", m.name, *m.measured_ms,
-                       *m.kernels_ms, *m.footprint_mb, f, 100 * (*m.kernels_ms / *m.measured_ms - 1),
-                       100 * (*m.kernels_ms * f / *m.measured_ms - 1));
+                       *m.kernels_ms, *m.footprint_mb, composition.factor(*m.footprint_mb),
+                       100 * (*m.kernels_ms / *m.measured_ms - 1), 100 * (*with(composition, m) / *m.measured_ms - 1));
   }
   const auto line = [](const AccuracySummary& s) {
     return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)", s.rmspe,
@@ -128,6 +180,17 @@ std::string CalibrationReport::to_table() const {
   out += "sum of kernels:            " + line(before) + "\n";
   out += "with the term (in sample): " + line(after) + "\n";
   if (held_out_families) out += "each family held out:      " + line(*held_out_families) + "\n";
+  for (const auto& form : composition.calibration.value("forms", Json::array())) {
+    const auto unscaled = form.value("unscaled_kernels", std::set<std::string>{});
+    if (unscaled == composition.unscaled_kernels) continue;
+    const std::string name = unscaled.empty() ? "every kernel scaled" : fmt::format("{} unscaled", fmt::join(unscaled, ", "));
+    const Json held = form.value("held_out_families", Json());
+    if (held.is_object())
+      out += fmt::format("not kept, {}: each family held out RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}%\n", name,
+                         held.value("rmspe", 0.0), 100 * held.value("within5", 0.0), 100 * held.value("within10", 0.0));
+    else
+      out += fmt::format("not kept, {}: {}\n", name, form.value("not_fitted", std::string("no families held out")));
+  }
   out += fmt::format("measurement repeatability (two halves of {} repeats): within ±5% {:.1f}%, within ±10% {:.1f}%\n",
                      evaluation.protocol.repeats, 100 * before.repeatability.within5, 100 * before.repeatability.within10);
   out += file.empty() ? std::string("dry run: composition.json not written\n")

@@ -206,6 +206,8 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.predicted_ms = p.latency_ms;
       m.kernels_ms = p.kernels_ms;
       m.footprint_mb = p.footprint_mb;
+      for (const KernelPrediction& k : p.kernels)
+        if (!k.predictor_kernel.empty()) m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
       if (settings.kernels)
         for (const KernelPrediction& k : p.kernels) {
           if (k.predictor_kernel.empty()) continue;
@@ -315,6 +317,7 @@ Json EvaluateReport::to_json() const {
     j["split_half_deviation"] = m.split_half_deviation ? Json(*m.split_half_deviation) : Json(nullptr);
     if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
     if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
+    if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
     if (!m.error.empty()) j["failure"] = m.error;
     if (m.split) {
       j["kernels_predicted_ms"] = m.split->predicted_ms;

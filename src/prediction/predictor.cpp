@@ -196,10 +196,16 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
     }
   }
-  for (const auto& kp : out.kernels) out.kernels_ms += kp.latency_ms;
+  for (const auto& kp : out.kernels) {
+    out.kernels_ms += kp.latency_ms;
+    if (s.composition && s.composition->unscaled_kernels.count(kp.predictor_kernel)) out.unscaled_ms += kp.latency_ms;
+  }
   out.footprint_mb = model_footprint_mb(ir);
-  if (s.composition) out.composition_factor = s.composition->factor(out.footprint_mb);
-  out.latency_ms = out.kernels_ms * out.composition_factor;
+  out.latency_ms = out.kernels_ms;
+  if (s.composition) {
+    out.composition_factor = s.composition->factor(out.footprint_mb);
+    out.latency_ms = s.composition->latency(out.kernels_ms, out.unscaled_ms, out.footprint_mb);
+  }
 
   if (!out.uncovered.empty()) {
     std::map<std::string, size_t> types;
@@ -227,6 +233,7 @@ Json ModelPrediction::to_json() const {
   return {{"model", model},
           {"latency_ms", latency_ms},
           {"kernels_ms", kernels_ms},
+          {"unscaled_ms", unscaled_ms},
           {"footprint_mb", footprint_mb},
           {"composition_factor", composition_factor},
           {"kernels", ks},

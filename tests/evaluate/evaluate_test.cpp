@@ -174,11 +174,21 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   EXPECT_EQ(d["kernel_sum"]["models"], 3);
   EXPECT_EQ(d["held_out_families"]["models"], 3);
   EXPECT_EQ(count_lines(dir / "journal.jsonl"), 6u);
-  // Three networks fit the constant only: the geometric mean of measured / Σ kernels.
+  // Both forms are fitted (the networks end in fc); the one kept predicts the held-out families better.
+  const Json& forms = d["composition"]["calibration"]["forms"];
+  ASSERT_EQ(forms.size(), 2u) << forms.dump();
+  EXPECT_EQ(forms[0]["unscaled_kernels"], Json::array());
+  EXPECT_EQ(forms[1]["unscaled_kernels"], Json::array({"fc"}));
+  const Json& kept = d["composition"]["unscaled_kernels"];
+  const Json& other = forms[kept == forms[0]["unscaled_kernels"] ? 1 : 0];
+  EXPECT_LE(d["held_out_families"]["rmspe"].get<double>(), other["held_out_families"]["rmspe"].get<double>());
+  // Three networks fit the constant only: the geometric mean of (measured - unscaled) / (Σ kernels - unscaled).
+  const auto unscaled = [&](const Json& m) { return kept.empty() ? 0.0 : m["kernels_ms_by_type"]["fc"].get<double>(); };
   double log_sum = 0;
   for (const Json& m : d["evaluation"]["models"]) {
     EXPECT_GT(m["footprint_mb"].get<double>(), 0) << m.dump();
-    log_sum += std::log(m["measured_ms"].get<double>() / m["kernels_ms"].get<double>());
+    EXPECT_GT(m["kernels_ms_by_type"]["fc"].get<double>(), 0) << m.dump();
+    log_sum += std::log((m["measured_ms"].get<double>() - unscaled(m)) / (m["kernels_ms"].get<double>() - unscaled(m)));
   }
   EXPECT_EQ(d["composition"]["c1"], 0);
   EXPECT_NEAR(d["composition"]["c0"].get<double>(), log_sum / 3, 1e-9);
@@ -191,11 +201,13 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   EXPECT_NEAR(written["c0"].get<double>(), log_sum / 3, 1e-9);
   EXPECT_EQ(written["calibration"]["models"], 3);
   EXPECT_EQ(written["calibration"]["backend"], "onednn_cpu");
+  EXPECT_EQ(written["unscaled_kernels"], kept);
   for (const std::string& line : std::vector<std::string>{"composition: x", "sum of kernels:", "with the term (in sample):", "each family held out:",
+                           kept.empty() ? "not kept, fc unscaled: each family held out RMSPE" : "not kept, every kernel scaled: each family held out RMSPE",
                            "written to " + (folder / kCompositionFile).string()})
     EXPECT_TRUE(contains(r.out, line)) << line << "\n" << r.out;
 
-  // evaluate now predicts Σ kernels × the factor, on the measurements already taken.
+  // evaluate now predicts unscaled + (Σ kernels - unscaled) × the factor, on the measurements already taken.
   const CliResult e = run("evaluate", {"--json"});
   ASSERT_EQ(e.exit_code, 0) << e.err;
   EXPECT_EQ(count_lines(dir / "journal.jsonl"), 6u);
@@ -203,7 +215,7 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   ASSERT_TRUE(doc["composition"].is_object()) << e.out;
   EXPECT_EQ(doc["kernel_sum_summary"]["models"], 3);
   for (const Json& m : doc["models"])
-    EXPECT_NEAR(m["predicted_ms"].get<double>(), m["kernels_ms"].get<double>() * std::exp(log_sum / 3),
+    EXPECT_NEAR(m["predicted_ms"].get<double>(), unscaled(m) + (m["kernels_ms"].get<double>() - unscaled(m)) * std::exp(log_sum / 3),
                 1e-9 * m["predicted_ms"].get<double>());
   EXPECT_TRUE(contains(run("evaluate", {}).out, "the plain sum of kernels scores RMSPE"));
   EXPECT_TRUE(contains(read_text(dir / "report.html"), "<tr><td>plain sum of kernels</td>"));

@@ -1,5 +1,5 @@
-// The composition term: footprint of a model, the fit, the factor's clamping, composition.json validation, and
-// a predictor folder that carries one (latency = Σ kernels × factor).
+// The composition term: footprint of a model, the fit, the factor's clamping, kernels left unscaled,
+// composition.json validation, and a predictor folder that carries one (latency = unscaled + rest × factor).
 #include <cmath>
 
 #include "kit/model_zoo.h"
@@ -57,6 +57,29 @@ TEST(Composition, FewPointsOrOneSizeFitTheConstantOnly) {
   EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 1, NAN}}); }), "non-positive"));
 }
 
+TEST(Composition, UnscaledKernelsKeepTheirTimeAndTheRestIsFitted) {
+  // Networks whose fc part (u) is as predicted while the rest follows the power of the footprint.
+  std::vector<CompositionPoint> points;
+  for (double f : {5.0, 12.0, 40.0, 90.0, 200.0}) {
+    const double kernels = 3.0, u = f / 100;
+    points.push_back({kernels, u + (kernels - u) * std::exp(-0.04 + 0.02 * std::log(f)), f, u});
+  }
+  const CompositionModel m = fit_composition(points, {"fc"});
+  EXPECT_EQ(m.unscaled_kernels, std::set<std::string>{"fc"});
+  EXPECT_NEAR(m.c0, -0.04, 1e-12);
+  EXPECT_NEAR(m.c1, 0.02, 1e-12);
+  EXPECT_NEAR(m.latency(3.0, 0.4, 40), 0.4 + 2.6 * m.factor(40), 1e-12);
+  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 40), 3.0 * m.factor(40));
+  EXPECT_TRUE(contains(m.describe(), "fc unscaled"));
+  // The same networks with every kernel scaled (no unscaled part): another term, bent by the fc part.
+  for (auto& p : points) p.unscaled_ms = 0;
+  EXPECT_GT(std::abs(fit_composition(points).c1 - 0.02), 1e-3);
+  // Unscaled kernels taking a whole network leave nothing to fit.
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 2, 10, 1}}, {"fc"}); }), "fc take 1 ms"));
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{2, 1, 10, 1}}, {"fc"}); }), "nothing left to scale"));
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{2, 3, 10, -1}}); }), "non-positive"));
+}
+
 TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
   CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
   m.calibration = {{"models", 4}};
@@ -65,6 +88,12 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
   EXPECT_DOUBLE_EQ(back.c1, m.c1);
   EXPECT_DOUBLE_EQ(back.factor(33), m.factor(33));
   EXPECT_EQ(back.calibration["models"], 4);
+  EXPECT_TRUE(back.unscaled_kernels.empty());
+  m.unscaled_kernels = {"fc", "conv-bn"};
+  EXPECT_EQ(CompositionModel::from_json(m.to_json(), "c.json").unscaled_kernels, m.unscaled_kernels);
+  Json old_file = m.to_json();  // written before kernels could be left unscaled: every kernel scaled
+  old_file.erase("unscaled_kernels");
+  EXPECT_TRUE(CompositionModel::from_json(old_file, "c.json").unscaled_kernels.empty());
 
   const auto err = [&](const std::function<void(Json&)>& edit) {
     Json j = m.to_json();
@@ -80,6 +109,9 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
   EXPECT_TRUE(contains(err([](Json& j) { j["footprint_mb_range"] = {9, 5}; }), "0 < min <= max"));
   EXPECT_TRUE(contains(err([](Json& j) { j["c0"] = 10.0; }), "outside 0.001-1000"));
   EXPECT_TRUE(contains(err([](Json& j) { j["c0"] = -10.0; }), "nn-meter calibrate"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["unscaled_kernels"] = "fc"; }), "'unscaled_kernels' must be a list of kernel names"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["unscaled_kernels"] = {"fc", 3}; }), "'unscaled_kernels'"));
+  EXPECT_TRUE(contains(err([](Json& j) { j["unscaled_kernels"] = {""}; }), "'unscaled_kernels'"));
 }
 
 TEST(Composition, PredictorFolderAppliesItsTerm) {
@@ -107,6 +139,22 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
   EXPECT_DOUBLE_EQ(j["latency_ms"].get<double>(), p.latency_ms);
   EXPECT_DOUBLE_EQ(j["kernels_ms"].get<double>(), p.kernels_ms);
   EXPECT_DOUBLE_EQ(j["composition_factor"].get<double>(), p.composition_factor);
+
+  EXPECT_EQ(p.unscaled_ms, 0);
+
+  // fc left unscaled: its predicted time enters the latency as it is, the rest is scaled.
+  CompositionModel with_fc = m;
+  with_fc.unscaled_kernels = {"fc"};
+  io::save_json_file(folder / kCompositionFile, with_fc.to_json());
+  const ModelPrediction q = LatencyPredictor::from_folder(folder).predict_ir(ir);
+  double fc_ms = 0;
+  for (const auto& k : q.kernels)
+    if (k.predictor_kernel == "fc") fc_ms += k.latency_ms;
+  ASSERT_GT(fc_ms, 0);
+  EXPECT_DOUBLE_EQ(q.unscaled_ms, fc_ms);
+  EXPECT_DOUBLE_EQ(q.latency_ms, fc_ms + (q.kernels_ms - fc_ms) * q.composition_factor);
+  EXPECT_LT(q.latency_ms, p.latency_ms);
+  EXPECT_DOUBLE_EQ(q.to_json()["unscaled_ms"].get<double>(), fc_ms);
 
   // A corrupt composition.json stops the load with the file's name, never a silent plain sum.
   test::write_text(folder / kCompositionFile, "{\"format_version\": 1, \"c0\": ");
