@@ -7,6 +7,8 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -32,6 +34,10 @@ struct EvaluateSettings {
   // samples (the predictor kernel's model for that config), to split each model's error into what the
   // kernel predictors miss and what summing kernels measured alone misses (composition).
   bool kernels = false;
+  // Networks measured in the same shuffled order as `onnx` (one journal, one level of the machine), on which the
+  // composition term is fitted as calibrate fits it; the models of `onnx` are then predicted with that term
+  // instead of the predictor folder's, and it is written to work_dir/composition.json. They are not scored.
+  std::vector<fs::path> calibrate_on;
 };
 
 // One distinct (predictor kernel, config) of the evaluated models, measured alone by the protocol.
@@ -59,6 +65,10 @@ struct ModelEvaluation {
   // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
   std::optional<double> kernels_ms, footprint_mb;
   std::map<std::string, double> kernels_ms_by_type;  // Σ predicted ms per predictor kernel (calibrate's forms)
+  double kernels_ms_of(const std::set<std::string>& predictor_kernels) const;  // Σ of these in kernels_ms_by_type
+  // The prediction with a composition term: its unscaled kernels as predicted, the rest scaled by its factor
+  // (nullopt without kernels and footprint).
+  std::optional<double> predicted_with(const CompositionModel& composition) const;
   std::vector<double> repeats_ms, repeat_times;     // each repeat's value and end time (epoch seconds)
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored
@@ -90,6 +100,17 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
 AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models, RepeatStatistic statistic,
                                       const std::function<std::optional<double>(const ModelEvaluation&)>& predict);
 
+// The composition term fitted on measured models: every form (every kernel scaled; fc unscaled) fitted, the
+// one whose term predicts each family held out better kept (with 3 or more families; otherwise every kernel
+// scaled). `composition.calibration` records the fit: models, backend, protocol, the scores and the forms.
+struct CompositionFit {
+  CompositionModel composition;
+  AccuracySummary before, after;  // the same networks: Σ kernels, and with the fitted term (in sample)
+  // Each family predicted by a term fitted on the other families only: what the term does for networks it was
+  // not fitted on.
+  std::optional<AccuracySummary> held_out_families;
+};
+
 struct EvaluateReport {
   std::string predictor, backend;
   Json backend_config;  // resolved, protocol keys included
@@ -100,6 +121,11 @@ struct EvaluateReport {
   // With a calibrated composition: the term, and the same models scored by the plain sum of their kernels.
   std::optional<CompositionModel> composition;
   std::optional<AccuracySummary> kernel_sum_summary;
+  // With EvaluateSettings::calibrate_on: its networks (measured, predicted by the plain sum) and the term fitted
+  // on them, which is `composition` above, written to composition_file.
+  std::vector<ModelEvaluation> calibration_models;
+  std::optional<CompositionFit> calibration;
+  fs::path composition_file;
   std::map<std::string, KernelEvaluation> kernels;            // with EvaluateSettings::kernels, by id
   std::map<std::string, KernelTypeSummary> by_kernel_type;  // idem, by predictor kernel
   std::string kernels_csv() const;
@@ -111,16 +137,16 @@ struct EvaluateReport {
 
 EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settings);
 
+// The fit of calibrate and evaluate --calibrate-on on `models` measured as `measured` says (backend, config,
+// protocol). No model both predicted and measured → Error ending "see <see>".
+CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models, const EvaluateReport& measured,
+                                     const std::string& see);
+
 // `nn-meter calibrate`: measures networks by the protocol (as evaluate does, same journal and resume) and fits
 // the predictor's composition term on them (fit_composition), written atomically to the predictor folder's
 // composition.json. The networks used here say nothing about accuracy afterwards: evaluate on others.
-struct CalibrationReport {
+struct CalibrationReport : CompositionFit {
   EvaluateReport evaluation;  // the calibration networks, measured and predicted
-  CompositionModel composition;
-  AccuracySummary before, after;  // the same networks: Σ kernels, and with the fitted term (in sample)
-  // Each family predicted by a term fitted on the other families only (3 or more families): what the term
-  // does for networks it was not fitted on.
-  std::optional<AccuracySummary> held_out_families;
   fs::path file;  // composition.json written; empty when not written (dry run)
   Json to_json() const;
   std::string to_table() const;

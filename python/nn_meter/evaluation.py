@@ -7,8 +7,12 @@ from ._native import native as _nnmeter
 from .utils import dumps, loads, progress_wanted, registry_home, write_text_atomic
 
 
+def _paths(onnx):
+    return [os.fspath(onnx)] if isinstance(onnx, (str, os.PathLike)) else [os.fspath(m) for m in onnx]
+
+
 def _measuring_args(predictor, onnx, predictor_version, backend, config, repeats, work_dir):
-    models = [os.fspath(onnx)] if isinstance(onnx, (str, os.PathLike)) else [os.fspath(m) for m in onnx]
+    models = _paths(onnx)
     overrides = dict(config or {})
     if repeats is not None:
         overrides["REPEATS"] = int(repeats)
@@ -17,17 +21,21 @@ def _measuring_args(predictor, onnx, predictor_version, backend, config, repeats
 
 
 def evaluate(predictor, onnx, *, predictor_version=None, backend=None, config=None, repeats=None,
-             work_dir="nn-meter-evaluate", report=None, kernels=False, timeout=300, seed=1, progress=None):
+             work_dir="nn-meter-evaluate", report=None, kernels=False, calibrate_on=None, timeout=300, seed=1,
+             progress=None):
     """Measures every model in `onnx` (a file, a folder of *.onnx, or a list of them) in REPEATS fresh processes,
     predicts it with `predictor` (a registered name or a predictor folder), and returns the report as a dict:
     "summary" (rmspe, within5, within10 and the measurement's "repeatability", the ceiling), "models" (per
     model: measured_ms, predicted_ms, error, repeats_ms, ...), "by_family", and "files" (the HTML report,
     results.json and results.csv). `config` overrides keys of the backend config the predictor was built with;
-    `kernels=True` also measures every detected kernel alone (kernels.csv). Raises NNMeterError when no model
-    could be both predicted and measured."""
+    `kernels=True` also measures every detected kernel alone (kernels.csv). `calibrate_on` (networks as `onnx`
+    takes them) are measured in the same shuffled order, the composition term is fitted on them as calibrate()
+    fits it, and the models are predicted with that term ("composition", "calibration_models", and
+    files["composition"]: the term, written into work_dir). Raises NNMeterError when no model could be both
+    predicted and measured."""
     args = _measuring_args(predictor, onnx, predictor_version, backend, config, repeats, work_dir)
     text, html = _nnmeter.evaluate(*args, float(timeout), int(seed), progress_wanted() if progress is None else progress,
-                                   bool(kernels), registry_home())
+                                   bool(kernels), _paths(calibrate_on) if calibrate_on else [], registry_home())
     result = loads(text)
     work = args[-1]
     page = os.path.abspath(os.fspath(report)) if report else os.path.join(work, "report.html")
@@ -35,6 +43,8 @@ def evaluate(predictor, onnx, *, predictor_version=None, backend=None, config=No
     result["files"] = {"report": page, "json": os.path.join(work, "results.json"), "csv": os.path.join(work, "results.csv")}
     if kernels:
         result["files"]["kernels_csv"] = os.path.join(work, "kernels.csv")
+    if "composition_file" in result:
+        result["files"]["composition"] = result["composition_file"]
     if result["summary"]["models"] == 0:
         raise _nnmeter.NNMeterError(f"none of the {len(result['models'])} models could be both predicted and measured: "
                                     f"see {result['files']['csv']}")

@@ -207,3 +207,21 @@ def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, m
 
     with pytest.raises(nn_meter.NNMeterError, match="missing.onnx"):
         nn_meter.evaluate("tiny", tmp_path / "missing.onnx", work_dir=tmp_path / "e2", progress=False)
+
+    # calibrate_on: "small" as the calibration network, measured in the same order as "wide" (here from the
+    # journal copied over: nothing measured again); "wide" predicted with the term fitted on "small".
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "journal.jsonl").write_text((work / "journal.jsonl").read_text())
+    calibrated = nn_meter.evaluate("tiny", models / "wide.onnx", calibrate_on=[models / "small.onnx"], repeats=2,
+                                   work_dir=one, progress=False)
+    assert (one / "journal.jsonl").read_text() == (work / "journal.jsonl").read_text()
+    assert [m["model"] for m in calibrated["calibration_models"]] == ["small"]
+    assert [m["model"] for m in calibrated["models"]] == ["wide"]
+    term = json.loads((one / "composition.json").read_text())
+    assert calibrated["files"]["composition"] == str(one / "composition.json") and calibrated["composition"] == term
+    small = calibrated["calibration_models"][0]
+    assert np.exp(term["c0"]) == pytest.approx(small["measured_ms"] / small["kernels_ms"], rel=1e-9)  # one network
+    wide = calibrated["models"][0]
+    assert wide["predicted_ms"] == pytest.approx(wide["kernels_ms"] * np.exp(term["c0"]), rel=1e-9)
+    assert not (folder / "composition.json").exists()

@@ -17,7 +17,7 @@ namespace {
 
 struct EvaluateArgs {
   std::string predictor, version, backend, config, work_dir = "nn-meter-evaluate", report;
-  std::vector<std::string> onnx;
+  std::vector<std::string> onnx, calibrate_on;
   int repeats = 0;
   double timeout_s = 300;
   uint64_t seed = 1;
@@ -36,6 +36,7 @@ EvaluateSettings settings_from(Context& ctx, const EvaluateArgs& a) {
   }
   if (a.repeats > 0) s.backend_config["REPEATS"] = a.repeats;
   for (const auto& f : a.onnx) s.onnx.emplace_back(f);
+  for (const auto& f : a.calibrate_on) s.calibrate_on.emplace_back(f);
   s.work_dir = fs::absolute(a.work_dir);
   s.timeout_s = a.timeout_s;
   s.progress = !ctx.json;
@@ -63,6 +64,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
                     {"json", (s.work_dir / "results.json").string()},
                     {"csv", (s.work_dir / "results.csv").string()}};
     if (s.kernels) out["files"]["kernels_csv"] = (s.work_dir / "kernels.csv").string();
+    if (report.calibration) out["files"]["composition"] = report.composition_file.string();
     std::cout << out.dump(2) << std::endl;
   } else {
     print_table(report.to_table());
@@ -111,6 +113,10 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
   cmd->add_flag("--kernels", a->kernels,
                 "also measure every kernel the predictor detects, alone, to split each model's error into the kernel "
                 "predictors' and the composition's (kernels.csv)");
+  cmd->add_option("--calibrate-on", a->calibrate_on,
+                  "ONNX networks (files or folders; repeatable) measured in the same shuffled order as --onnx, on which "
+                  "the composition term is fitted as calibrate does; the --onnx models are predicted with it, and it is "
+                  "written to <work-dir>/composition.json");
   cmd->callback([&ctx, a] { run_evaluate(ctx, *a); });
 
   auto c = std::make_shared<EvaluateArgs>();

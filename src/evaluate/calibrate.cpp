@@ -22,18 +22,6 @@ namespace {
 // layer streams weights larger than the caches alone as in a network (prediction/composition.cpp).
 const std::vector<std::set<std::string>> kUnscaledForms = {{}, {"fc"}};
 
-double unscaled_ms(const ModelEvaluation& m, const std::set<std::string>& kernels) {
-  double ms = 0;
-  for (const auto& k : kernels)
-    if (const auto it = m.kernels_ms_by_type.find(k); it != m.kernels_ms_by_type.end()) ms += it->second;
-  return ms;
-}
-
-std::optional<double> with(const CompositionModel& c, const ModelEvaluation& m) {
-  if (!m.kernels_ms || !m.footprint_mb) return std::nullopt;
-  return c.latency(*m.kernels_ms, unscaled_ms(m, c.unscaled_kernels), *m.footprint_mb);
-}
-
 bool usable(const ModelEvaluation& m) {
   return m.measured_ms && m.kernels_ms && m.footprint_mb && *m.measured_ms > 0 && *m.kernels_ms > 0 && *m.footprint_mb > 0;
 }
@@ -50,7 +38,7 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
     std::vector<CompositionPoint> out;
     for (const auto& m : models)
       if (usable(m) && m.family != without_family)
-        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, unscaled_ms(m, unscaled)});
+        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, m.kernels_ms_of(unscaled)});
     return out;
   };
   FormFit f{fit_composition(points(""), unscaled), std::nullopt};
@@ -59,7 +47,7 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
     for (const auto& family : families) without.emplace(family, fit_composition(points(family), unscaled));
     f.held_out_families = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) -> std::optional<double> {
       if (!usable(m)) return std::nullopt;
-      return with(without.at(m.family), m);
+      return m.predicted_with(without.at(m.family));
     });
   }
   return f;
@@ -67,32 +55,30 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
 
 }  // namespace
 
-CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& settings, bool write) {
-  CalibrationReport r;
-  r.evaluation = evaluate(registry, settings);
-  const EvaluateReport& e = r.evaluation;
+CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models, const EvaluateReport& measured,
+                                     const std::string& see) {
   std::set<std::string> families;
   size_t usable_models = 0;
-  for (const auto& m : e.models)
+  for (const auto& m : models)
     if (usable(m)) {
       ++usable_models;
       families.insert(m.family);
     }
   if (usable_models == 0)
     throw Error(fmt::format("none of the {} models could be both predicted and measured, nothing to calibrate on: see {}",
-                            e.models.size(), (settings.work_dir / "results.csv").string()));
+                            models.size(), see));
   // Every form is fitted; the one that predicts families it was not fitted on best is kept. Without three
   // families there is no such evidence, and every kernel is scaled.
-  const RepeatStatistic statistic = e.protocol.statistic;
+  const RepeatStatistic statistic = measured.protocol.statistic;
   std::vector<FormFit> fits;
   Json forms = Json::array();
   for (const auto& unscaled : kUnscaledForms) {
-    const bool present = std::any_of(e.models.begin(), e.models.end(),
-                                     [&](const ModelEvaluation& m) { return usable(m) && unscaled_ms(m, unscaled) > 0; });
+    const bool present = std::any_of(models.begin(), models.end(),
+                                     [&](const ModelEvaluation& m) { return usable(m) && m.kernels_ms_of(unscaled) > 0; });
     if (!unscaled.empty() && !present) continue;  // the networks have none of these kernels: nothing to tell apart
     Json form = {{"unscaled_kernels", unscaled}};
     try {
-      fits.push_back(fit_form(e.models, families, unscaled, statistic));
+      fits.push_back(fit_form(models, families, unscaled, statistic));
     } catch (const Error& error) {
       if (unscaled.empty()) throw;
       form["not_fitted"] = error.what();
@@ -108,6 +94,7 @@ CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& se
   const FormFit* best = &fits.front();
   for (const auto& f : fits)
     if (f.held_out_families && best->held_out_families && f.held_out_families->rmspe < best->held_out_families->rmspe) best = &f;
+  CompositionFit r;
   r.composition = best->model;
   r.held_out_families = best->held_out_families;
   // Caches move a network by percents, not by half: a larger factor says the kernel predictors are off.
@@ -122,21 +109,29 @@ CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& se
   // A term outside what composition.json accepts is an error here, before anything is written.
   CompositionModel::from_json(r.composition.to_json(), "the fitted composition");
 
-  r.before = summarize_predictions(e.models, statistic, [](const ModelEvaluation& m) { return m.kernels_ms; });
-  r.after = summarize_predictions(e.models, statistic, [&](const ModelEvaluation& m) { return with(r.composition, m); });
+  r.before = summarize_predictions(models, statistic, [](const ModelEvaluation& m) { return m.kernels_ms; });
+  r.after = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) { return m.predicted_with(r.composition); });
 
   r.composition.calibration = {
       {"models", usable_models},
       {"families", families.size()},
-      {"backend", e.backend},
-      {"backend_config", e.backend_config},
-      {"protocol", {{"repeats", e.protocol.repeats}, {"statistic", to_string(e.protocol.statistic)}}},
+      {"backend", measured.backend},
+      {"backend_config", measured.backend_config},
+      {"protocol", {{"repeats", measured.protocol.repeats}, {"statistic", to_string(statistic)}}},
       {"fitted_at", fmt::format("{:%FT%TZ}", fmt::gmtime(std::time(nullptr)))},
       {"kernel_sum", r.before.to_json()},
       {"in_sample", r.after.to_json()},
   };
   if (r.held_out_families) r.composition.calibration["held_out_families"] = r.held_out_families->to_json();
   r.composition.calibration["forms"] = std::move(forms);
+  return r;
+}
+
+CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& settings, bool write) {
+  CalibrationReport r;
+  r.evaluation = evaluate(registry, settings);
+  static_cast<CompositionFit&>(r) =
+      fit_composition_forms(r.evaluation.models, r.evaluation, (settings.work_dir / "results.csv").string());
   if (write) {
     const fs::path folder = fs::is_directory(settings.predictor)
                                 ? fs::path(settings.predictor)
@@ -169,7 +164,7 @@ std::string CalibrationReport::to_table() const {
     }
     out += fmt::format("{:<34} {:>12.4f} {:>10.4f} {:>8.1f}MB {:>9.3f} {:>+11.1f}% {:>+10.1f}%\n", m.name, *m.measured_ms,
                        *m.kernels_ms, *m.footprint_mb, composition.factor(*m.footprint_mb),
-                       100 * (*m.kernels_ms / *m.measured_ms - 1), 100 * (*with(composition, m) / *m.measured_ms - 1));
+                       100 * (*m.kernels_ms / *m.measured_ms - 1), 100 * (*m.predicted_with(composition) / *m.measured_ms - 1));
   }
   const auto line = [](const AccuracySummary& s) {
     return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)", s.rmspe,

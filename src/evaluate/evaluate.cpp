@@ -19,23 +19,22 @@ namespace nnmeter {
 
 namespace {
 
-std::vector<fs::path> expand_models(const std::vector<fs::path>& given) {
+std::vector<fs::path> expand_models(const std::vector<fs::path>& given, const std::string& flag) {
   std::vector<fs::path> out;
   for (const auto& p : given) {
     if (fs::is_directory(p)) {
       std::vector<fs::path> found;
       for (const auto& e : fs::directory_iterator(p))
         if (e.is_regular_file() && e.path().extension() == ".onnx") found.push_back(e.path());
-      if (found.empty()) throw Error("--onnx " + p.string() + " holds no .onnx files");
+      if (found.empty()) throw Error(flag + " " + p.string() + " holds no .onnx files");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(p)) {
       out.push_back(p);
     } else {
-      throw Error("--onnx " + p.string() + " does not exist (give ONNX files or folders of them)");
+      throw Error(flag + " " + p.string() + " does not exist (give ONNX files or folders of them)");
     }
   }
-  if (out.empty()) throw Error("no models to evaluate: give --onnx FILE_OR_DIR");
   return out;
 }
 
@@ -80,6 +79,18 @@ std::string model_family(const std::string& stem) {
   std::smatch m;
   if (std::regex_match(stem, m, suffix) && m[1].length() > 0) return m[1].str();
   return stem;
+}
+
+double ModelEvaluation::kernels_ms_of(const std::set<std::string>& predictor_kernels) const {
+  double ms = 0;
+  for (const auto& k : predictor_kernels)
+    if (const auto it = kernels_ms_by_type.find(k); it != kernels_ms_by_type.end()) ms += it->second;
+  return ms;
+}
+
+std::optional<double> ModelEvaluation::predicted_with(const CompositionModel& composition) const {
+  if (!kernels_ms || !footprint_mb) return std::nullopt;
+  return composition.latency(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb);
 }
 
 std::optional<double> ModelEvaluation::relative_error() const {
@@ -176,7 +187,20 @@ void split_by_kernels(EvaluateReport& report) {
 }  // namespace
 
 EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settings) {
-  const std::vector<fs::path> files = expand_models(settings.onnx);
+  std::vector<fs::path> files = expand_models(settings.onnx, "--onnx");
+  if (files.empty()) throw Error("no models to evaluate: give --onnx FILE_OR_DIR");
+  // The calibration networks join the same list (one shuffled order); they are split off after measuring.
+  const size_t evaluated = files.size();
+  {
+    const auto calibration = expand_models(settings.calibrate_on, "--calibrate-on");
+    std::set<std::string> stems;
+    for (const auto& f : files) stems.insert(f.stem().string());
+    for (const auto& f : calibration)
+      if (stems.count(f.stem().string()))
+        throw Error(fmt::format("{} is both evaluated (--onnx) and calibrated on (--calibrate-on): a term is judged on "
+                                "networks it was not fitted on", f.stem().string()));
+    files.insert(files.end(), calibration.begin(), calibration.end());
+  }
   const LatencyPredictor predictor = load_predictor(registry, settings);
   const PredictorInfo& built_for = predictor.kernel_predictors().meta().info;
 
@@ -196,7 +220,8 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
   std::vector<ProfileJob> jobs;
   const uint64_t config_hash = fnv1a(backend_only(report.backend_config).dump(), fnv1a(report.backend));
   std::vector<std::string> job_ids;
-  for (const auto& file : files) {
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& file = files[i];
     ModelEvaluation m;
     m.onnx = file;
     m.name = file.stem().string();
@@ -208,7 +233,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.footprint_mb = p.footprint_mb;
       for (const KernelPrediction& k : p.kernels)
         if (!k.predictor_kernel.empty()) m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
-      if (settings.kernels)
+      if (settings.kernels && i < evaluated)
         for (const KernelPrediction& k : p.kernels) {
           if (k.predictor_kernel.empty()) continue;
           const std::string kid = fmt::format("{}@{:016x}", k.predictor_kernel, fnv1a(k.config.dump(), config_hash));
@@ -283,7 +308,25 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     k.measured_ms = it->second.latency.avg;
     k.repeats_ms = it->second.repeats_ms;
   }
+  report.calibration_models.assign(std::make_move_iterator(report.models.begin() + static_cast<std::ptrdiff_t>(evaluated)),
+                                   std::make_move_iterator(report.models.end()));
+  report.models.resize(evaluated);
   split_by_kernels(report);
+
+  report.composition = predictor.composition();
+  if (!report.calibration_models.empty()) {
+    const fs::path errors = settings.work_dir / "profile_error.log";
+    try {
+      report.calibration = fit_composition_forms(report.calibration_models, report, "the warnings above and " + errors.string());
+    } catch (const Error& e) {
+      throw Error(fmt::format("--calibrate-on: {}", e.what()));
+    }
+    report.composition = report.calibration->composition;
+    for (auto& m : report.models)
+      if (m.predicted_ms) m.predicted_ms = m.predicted_with(*report.composition);
+    report.composition_file = settings.work_dir / kCompositionFile;
+    io::save_json_file(report.composition_file, report.composition->to_json());
+  }
 
   std::vector<const ModelEvaluation*> all;
   std::map<std::string, std::vector<const ModelEvaluation*>> families;
@@ -293,7 +336,6 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
   }
   report.summary = summarize(all, report.protocol.statistic);
   for (const auto& [family, members] : families) report.by_family[family] = summarize(members, report.protocol.statistic);
-  report.composition = predictor.composition();
   if (report.composition)
     report.kernel_sum_summary = summarize_predictions(report.models, report.protocol.statistic,
                                                       [](const ModelEvaluation& m) { return m.kernels_ms; });
@@ -305,35 +347,38 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
 }
 
 Json EvaluateReport::to_json() const {
-  Json models_json = Json::array();
-  for (const auto& m : models) {
-    Json j = {{"model", m.name}, {"family", m.family}, {"onnx", m.onnx.string()}};
-    j["predicted_ms"] = m.predicted_ms ? Json(*m.predicted_ms) : Json(nullptr);
-    j["measured_ms"] = m.measured_ms ? Json(*m.measured_ms) : Json(nullptr);
-    const auto e = m.relative_error();
-    j["error"] = e ? Json(*e) : Json(nullptr);
-    j["repeats_ms"] = m.repeats_ms;
-    j["repeat_times"] = m.repeat_times;
-    j["split_half_deviation"] = m.split_half_deviation ? Json(*m.split_half_deviation) : Json(nullptr);
-    if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
-    if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
-    if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
-    if (!m.error.empty()) j["failure"] = m.error;
-    if (m.split) {
-      j["kernels_predicted_ms"] = m.split->predicted_ms;
-      j["kernels_measured_ms"] = m.split->measured_ms;
-      j["predictor_error"] = m.split->predictor_error();
-      const auto c = m.composition_error();
-      j["composition_error"] = c ? Json(*c) : Json(nullptr);
+  const auto list = [](const std::vector<ModelEvaluation>& ms) {
+    Json models_json = Json::array();
+    for (const auto& m : ms) {
+      Json j = {{"model", m.name}, {"family", m.family}, {"onnx", m.onnx.string()}};
+      j["predicted_ms"] = m.predicted_ms ? Json(*m.predicted_ms) : Json(nullptr);
+      j["measured_ms"] = m.measured_ms ? Json(*m.measured_ms) : Json(nullptr);
+      const auto e = m.relative_error();
+      j["error"] = e ? Json(*e) : Json(nullptr);
+      j["repeats_ms"] = m.repeats_ms;
+      j["repeat_times"] = m.repeat_times;
+      j["split_half_deviation"] = m.split_half_deviation ? Json(*m.split_half_deviation) : Json(nullptr);
+      if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
+      if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
+      if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
+      if (!m.error.empty()) j["failure"] = m.error;
+      if (m.split) {
+        j["kernels_predicted_ms"] = m.split->predicted_ms;
+        j["kernels_measured_ms"] = m.split->measured_ms;
+        j["predictor_error"] = m.split->predictor_error();
+        const auto c = m.composition_error();
+        j["composition_error"] = c ? Json(*c) : Json(nullptr);
+      }
+      if (!m.kernel_uses.empty()) {
+        Json uses = Json::array();
+        for (const auto& [kid, groups, predicted] : m.kernel_uses)
+          uses.push_back({{"id", kid}, {"groups", groups}, {"predicted_ms", predicted}});
+        j["kernel_uses"] = std::move(uses);
+      }
+      models_json.push_back(std::move(j));
     }
-    if (!m.kernel_uses.empty()) {
-      Json uses = Json::array();
-      for (const auto& [kid, groups, predicted] : m.kernel_uses)
-        uses.push_back({{"id", kid}, {"groups", groups}, {"predicted_ms", predicted}});
-      j["kernel_uses"] = std::move(uses);
-    }
-    models_json.push_back(std::move(j));
-  }
+    return models_json;
+  };
   Json families = Json::object();
   for (const auto& [family, s] : by_family) families[family] = s.to_json();
   Json out = {{"predictor", predictor},
@@ -342,8 +387,12 @@ Json EvaluateReport::to_json() const {
               {"protocol", {{"repeats", protocol.repeats}, {"statistic", to_string(protocol.statistic)}}},
               {"summary", summary.to_json()},
               {"by_family", families},
-              {"models", models_json}};
+              {"models", list(models)}};
   if (composition) out["composition"] = composition->to_json();
+  if (calibration) {
+    out["calibration_models"] = list(calibration_models);
+    out["composition_file"] = composition_file.string();
+  }
   if (kernel_sum_summary) out["kernel_sum_summary"] = kernel_sum_summary->to_json();
   if (!kernels.empty()) {
     Json list = Json::array(), types = Json::object();
@@ -414,10 +463,19 @@ std::string EvaluateReport::to_table() const {
                      "{:.1f}% — the ceiling for the accuracy above\n",
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
+  if (calibration) {
+    out += fmt::format("with the composition fitted on the {} networks of --calibrate-on, measured in the same order ({})",
+                       calibration->before.models, composition->describe());
+    if (const auto& h = calibration->held_out_families)
+      out += fmt::format("; on each of their families held out it scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}%",
+                         h->rmspe, 100 * h->within5, 100 * h->within10);
+    out += fmt::format("\nthe term is in {} (copy it into the predictor folder to keep it)\n", composition_file.string());
+  }
   if (composition && kernel_sum_summary)
-    out += fmt::format("with the predictor's calibrated composition ({}); the plain sum of kernels scores RMSPE {:.1f}%, "
-                       "within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)\n",
-                       composition->describe(), kernel_sum_summary->rmspe, 100 * kernel_sum_summary->within5, 100 * kernel_sum_summary->within10,
+    out += fmt::format("{} the plain sum of kernels scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)\n",
+                       calibration ? std::string("without it,")
+                                   : fmt::format("with the predictor's calibrated composition ({});", composition->describe()),
+                       kernel_sum_summary->rmspe, 100 * kernel_sum_summary->within5, 100 * kernel_sum_summary->within10,
                        100 * kernel_sum_summary->mean_error);
   if (kernels.empty()) return out;
 

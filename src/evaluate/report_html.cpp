@@ -281,8 +281,12 @@ td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: 
     const AccuracySummary& k = *kernel_sum_summary;
     const std::string row = fmt::format(
         "<tr><td>plain sum of kernels</td><td>RMSPE {:.1f}%, within ±5% {}, within ±10% {}, mean error {:+.1f}% (the "
-        "same measurements, without the predictor's calibrated composition: {})</td></tr>\n</table>",
-        k.rmspe, pct(k.within5), pct(k.within10), 100 * k.mean_error, composition->describe());
+        "same measurements, without the {}: {})</td></tr>\n</table>",
+        k.rmspe, pct(k.within5), pct(k.within10), 100 * k.mean_error,
+        calibration ? fmt::format("composition fitted on the {} networks of --calibrate-on measured in the same order",
+                                  calibration->before.models)
+                    : std::string("predictor's calibrated composition"),
+        composition->describe());
     out.replace(out.rfind("</table>"), 8, row);
   }
   out += "<h2>Predicted versus measured</h2>\n<p>Green: within ±10 % (the shaded band); red: outside it.</p>\n" + scatter(*this);

@@ -228,6 +228,79 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
 }
 
+// evaluate --calibrate-on: the calibration networks measured in one shuffled order with the evaluated ones
+// (one journal), the term fitted on them as calibrate fits it and the evaluated models predicted with it; the
+// predictor folder stays as it is and the term lands in the work dir. calibrate on a copy of that journal
+// fits the same term without measuring anything.
+TEST_F(EvaluateCli, CalibrateOnFitsTheTermInTheSameOrderAndPredictsWithIt) {
+  const fs::path folder = work / "pred", cal = work / "cal", eval = work / "eval_models", dir = work / "one";
+  fs::copy(predictor(), folder, fs::copy_options::recursive);
+  fs::create_directories(cal);
+  fs::create_directories(eval);
+  for (const char* name : {"mobilenet_v2_r32_w1.0.onnx", "resnet18_r32.onnx"}) fs::copy_file(models() / name, cal / name);
+  write_text(cal / "mobilenet_v1_r32.onnx", zoo::build("mobilenet_v1", 32).model.SerializeAsString());
+  write_text(eval / "mobilenet_v2_r40.onnx", zoo::build("mobilenet_v2", 40).model.SerializeAsString());
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"--predictor", folder.string(), "--config", quick().string(), "--repeats", "2"};
+    args.insert(args.begin(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  };
+  const CliResult r = run({"evaluate", "--onnx", eval.string(), "--calibrate-on", cal.string(), "--work-dir",
+                           dir.string(), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 8u);  // 4 networks × 2 repeats, one order
+  EXPECT_FALSE(fs::exists(folder / kCompositionFile));
+  const Json doc = Json::parse(r.out);
+  ASSERT_EQ(doc["models"].size(), 1u);
+  EXPECT_EQ(doc["summary"]["models"], 1);
+  ASSERT_EQ(doc["calibration_models"].size(), 3u);
+  for (const Json& m : doc["calibration_models"]) EXPECT_GT(m["measured_ms"].get<double>(), 0) << m.dump();
+  const Json& term = doc["composition"];
+  EXPECT_EQ(term["calibration"]["models"], 3);
+  EXPECT_EQ(term["calibration"]["forms"].size(), 2u);
+  EXPECT_EQ(Json::parse(read_text(dir / kCompositionFile)), term);
+  EXPECT_EQ(doc["files"]["composition"], (dir / kCompositionFile).string());
+  EXPECT_EQ(doc["kernel_sum_summary"]["models"], 1);
+  const Json& m = doc["models"][0];
+  const double u = term["unscaled_kernels"].empty() ? 0.0 : m["kernels_ms_by_type"]["fc"].get<double>();
+  EXPECT_NEAR(m["predicted_ms"].get<double>(),
+              u + (m["kernels_ms"].get<double>() - u) * std::exp(term["c0"].get<double>()),  // 3 networks: no slope
+              1e-9 * m["predicted_ms"].get<double>());
+
+  // The three-step recipe on a copy of the journal: the same term, nothing measured.
+  fs::create_directories(work / "two");
+  fs::copy_file(dir / "journal.jsonl", work / "two" / "journal.jsonl");
+  const CliResult c = run({"calibrate", "--onnx", cal.string(), "--work-dir", (work / "two").string(), "--dry-run", "--json"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(count_lines(work / "two" / "journal.jsonl"), 8u);
+  const Json fitted = Json::parse(c.out)["composition"];
+  EXPECT_DOUBLE_EQ(fitted["c0"].get<double>(), term["c0"].get<double>());
+  EXPECT_EQ(fitted["unscaled_kernels"], term["unscaled_kernels"]);
+
+  const CliResult table = run({"evaluate", "--onnx", eval.string(), "--calibrate-on", cal.string(), "--work-dir", dir.string()});
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 8u);
+  for (const std::string line : {"with the composition fitted on the 3 networks of --calibrate-on, measured in the same order",
+                                 "on each of their families held out it scores RMSPE", "without it, the plain sum of kernels scores"})
+    EXPECT_TRUE(contains(table.out, line)) << line << "\n" << table.out;
+  EXPECT_TRUE(contains(read_text(dir / "report.html"), "composition fitted on the 3 networks of --calibrate-on"));
+
+  // A network both evaluated and calibrated on, or a missing folder: one line, nothing measured.
+  for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"evaluate", "--onnx", (cal / "resnet18_r32.onnx").string(), "--calibrate-on", cal.string(), "--work-dir",
+             (work / "both").string()},
+            "resnet18_r32 is both evaluated (--onnx) and calibrated on (--calibrate-on)"},
+           {{"evaluate", "--onnx", eval.string(), "--calibrate-on", (work / "ghost").string(), "--work-dir",
+             (work / "ghost_run").string()},
+            "--calibrate-on " + (work / "ghost").string() + " does not exist"}}) {
+    const CliResult bad = run(args);
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_TRUE(contains(bad.err, expected)) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
+  EXPECT_FALSE(fs::exists(work / "both" / "journal.jsonl"));
+}
+
 TEST_F(EvaluateCli, BadInputIsOneLine) {
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"evaluate", "--predictor", "ghost", "--onnx", models().string()}, "ghost"},
