@@ -143,7 +143,7 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
                                      const std::string& see);
 
 // `nn-meter calibrate`: measures networks by the protocol (as evaluate does, same journal and resume) and fits
-// the predictor's composition term on them (fit_composition), written atomically to the predictor folder's
+// the predictor's composition term on them (fit_composition_forms), written atomically to the predictor folder's
 // composition.json. The networks used here say nothing about accuracy afterwards: evaluate on others.
 struct CalibrationReport : CompositionFit {
   EvaluateReport evaluation;  // the calibration networks, measured and predicted
