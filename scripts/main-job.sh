@@ -4,8 +4,7 @@
 # with modest sample counts, every sample measured in 5 independent repeats (fresh processes, one shuffled
 # order), print their accuracy table next to the measurement's own repeatability, register the predictor
 # (with the backend's fusion rules), predict four CNNs, and evaluate the predictor on them: each CNN
-# measured by the same protocol, in one order with five calibration networks of other families whose fit of
-# the composition term predicts them, the report in OUT/report.html. 16 to 23 minutes on 2 cores from a fresh clone, depending on the machine. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
+# measured by the same protocol, the report in OUT/report.html. 16 to 23 minutes on 2 cores from a fresh clone, depending on the machine. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,9 +86,4 @@ step predict --predictor onednn_cpu_demo --onnx "$out/models"
 step predict --predictor onednn_cpu_demo --onnx "$out/models/mobilenet_v2.onnx" --verbose
 step get_ir --onnx "$out/models/mobilenet_v2.onnx"
 step benchmark --backend onednn_cpu --onnx "$out/models/mobilenet_v2.onnx" --threads 1 --repeats 5
-# Five networks of other families measured in the same shuffled order as the four: the composition term (how
-# this machine runs a whole network against the sum of its kernels measured alone) is fitted on them and
-# predicts the four; the table also shows the plain sum of kernels on the same measurements.
-build/bench/backend_export_zoo "$out/calibration_models" 224 mobilenet_v1 squeezenet1_1 googlenet resnet34 alexnet >/dev/null
-step evaluate --predictor onednn_cpu_demo --onnx "$out/models" --calibrate-on "$out/calibration_models" \
-  --work-dir "$out/evaluate" --report "$out/report.html"
+step evaluate --predictor onednn_cpu_demo --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html"
