@@ -326,6 +326,77 @@ TEST_F(EvaluateCli, NothingScoredIsAnErrorAfterTheReport) {
   EXPECT_TRUE(fs::exists(work / "none" / "report.html"));
 }
 
+// The choice between composition forms, on networks whose measurements follow one form exactly: each form is
+// fitted, the one that predicts each held-out family better is kept, a form that cannot be fitted is recorded
+// and skipped, and without 3 families every kernel is scaled.
+ModelEvaluation network(const std::string& family, double footprint_mb, double kernels_ms, double fc_ms, double measured_ms) {
+  ModelEvaluation m;
+  m.name = family + "_r224_w1";
+  m.family = family;
+  m.kernels_ms = kernels_ms;
+  m.footprint_mb = footprint_mb;
+  m.kernels_ms_by_type = {{"conv-bn-relu", kernels_ms - fc_ms}, {"fc", fc_ms}};
+  m.measured_ms = m.predicted_ms = measured_ms;
+  return m;
+}
+
+TEST(CompositionForms, TheFormThatPredictsHeldOutFamiliesBetterIsKept) {
+  EvaluateReport measured;
+  measured.backend = "onednn_cpu";
+  const auto truth = [](double f, double kernels, double fc, bool fc_unscaled) {
+    const double factor = std::exp(-0.1 + 0.04 * std::log(f));
+    return fc_unscaled ? fc + (kernels - fc) * factor : kernels * factor;
+  };
+  for (const bool fc_unscaled : {true, false}) {
+    std::vector<ModelEvaluation> models;
+    const std::vector<std::tuple<const char*, double, double, double>> rows = {
+        {"alexnet", 250, 12, 6}, {"vgg", 140, 7, 5}, {"resnet", 80, 18, 0.1}, {"mobilenet", 20, 2, 0.2}, {"densenet", 60, 6, 0.1}};
+    for (const auto& [family, f, kernels, fc] : rows) models.push_back(network(family, f, kernels, fc, truth(f, kernels, fc, fc_unscaled)));
+    const CompositionFit fit = fit_composition_forms(models, measured, "x");
+    EXPECT_EQ(fit.composition.unscaled_kernels, fc_unscaled ? std::set<std::string>{"fc"} : std::set<std::string>{});
+    EXPECT_NEAR(fit.composition.c1, 0.04, 1e-9) << fc_unscaled;
+    // Held out, the extreme footprints fall outside the others' range (clamped), so neither form is exact there.
+    ASSERT_TRUE(fit.held_out_families);
+    const Json& forms = fit.composition.calibration["forms"];
+    ASSERT_EQ(forms.size(), 2u);
+    EXPECT_LT(fit.held_out_families->rmspe, forms[fc_unscaled ? 0 : 1]["held_out_families"]["rmspe"].get<double>());
+    EXPECT_NEAR(fit.after.rmspe, 0, 1e-6);  // in sample the true form is exact
+  }
+
+  // fc taking all of one network's measured time: that form is not fitted, every kernel is scaled.
+  std::vector<ModelEvaluation> models = {network("a", 20, 2, 0.1, 2.1), network("b", 60, 5, 5.5, 5.4),
+                                         network("c", 200, 9, 0.2, 9.9)};
+  const CompositionFit fit = fit_composition_forms(models, measured, "x");
+  EXPECT_TRUE(fit.composition.unscaled_kernels.empty());
+  EXPECT_TRUE(contains(fit.composition.calibration["forms"][1]["not_fitted"].get<std::string>(), "nothing left to scale"));
+
+  // Two families: no held-out evidence, every kernel scaled although fc unscaled fits these exactly.
+  models = {network("a", 20, 2, 1, truth(20, 2, 1, true)), network("b", 200, 9, 4, truth(200, 9, 4, true))};
+  EXPECT_TRUE(fit_composition_forms(models, measured, "x").composition.unscaled_kernels.empty());
+  // Nothing measured: one error naming where to look.
+  models[0].measured_ms.reset();
+  models[1].measured_ms.reset();
+  EXPECT_TRUE(contains(error_of([&] { fit_composition_forms(models, measured, "results.csv"); }),
+                       "none of the 2 models could be both predicted and measured, nothing to calibrate on: see results.csv"));
+}
+
+// --calibrate-on networks that all fail: one line naming the flag, and the scored models' measurements stay in
+// the journal.
+TEST_F(EvaluateCli, CalibrateOnWithNothingUsableIsOneLine) {
+  const fs::path cal = work / "cal";
+  fs::create_directories(cal);
+  write_text(cal / "broken.onnx", "not an onnx model");
+  const CliResult r = run_cli({"evaluate", "--predictor", predictor().string(), "--onnx",
+                               (models() / "resnet18_r32.onnx").string(), "--calibrate-on", cal.string(), "--config",
+                               quick().string(), "--repeats", "2", "--work-dir", (work / "w").string()},
+                              home());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(contains(r.err, "--calibrate-on: none of the 1 models could be both predicted and measured")) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(count_lines(work / "w" / "journal.jsonl"), 2u);
+  EXPECT_FALSE(fs::exists(work / "w" / kCompositionFile));
+}
+
 TEST(EvaluateFamily, StripsResolutionAndWidth) {
   EXPECT_EQ(model_family("mobilenet_v2_r224_w1.0"), "mobilenet_v2");
   EXPECT_EQ(model_family("resnet18_r160"), "resnet18");
