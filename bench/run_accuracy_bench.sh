@@ -5,16 +5,17 @@
 # reported next to the measurements' own repeatability. Every step resumes: rerun after an interruption.
 # Results: OUT/build.log (accuracy table with the repeat ceiling, drift), OUT/evaluate.txt, OUT/report.html,
 # OUT/evaluate/results.{json,csv}; bench/RESULTS-accuracy.md quotes one run.
-# CALIBRATE=1 fits the predictor's composition term (`nn-meter calibrate`) on 23 other variants of the same
-# architectures (none of the 55), measured in one shuffled order with the 55, before the evaluation, which then
-# scores the calibrated prediction and, on the same measurements, the plain sum of kernels (OUT/calibrate.txt,
-# OUT/evaluate.txt).
+# CALIBRATE=1 fits the composition term on 23 other variants of the same architectures (none of the 55),
+# measured in one shuffled order with the 55 (`evaluate --calibrate-on`), and scores the calibrated prediction
+# and, on the same measurements, the plain sum of kernels (OUT/evaluate.txt). EVAL_REPEATS sets the evaluated
+# networks' repeats (absent: REPEATS of the backend config, 5).
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
 # no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
 # models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
 # predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
 # INPUT_RESOLUTIONS="128, 160, 192, 224" samples every HW as in networks at those inputs (absent: as at 224).
-# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] [INPUT_RESOLUTIONS=...]
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] [EVAL_REPEATS=5]
+#        [INPUT_RESOLUTIONS=...]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,26 +79,17 @@ stamp build
   --predictor-name "${backend}_repeats" --regressor gbdt --seed "${SEED:-1}" | tee "$out/build.log"
 cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+evaluate_args=(--predictor "$ws/predictor_build/predictor" --onnx "$out/models" --work-dir "$out/evaluate"
+               --report "$out/report.html" ${EVAL_REPEATS:+--repeats "$EVAL_REPEATS"})
 if [ "${CALIBRATE:-0}" = 1 ]; then
-  # The calibration and the evaluated networks measured in one shuffled order (OUT/networks), then calibrate
-  # and evaluate each on a copy of that journal (nothing measured twice): measured as two runs minutes apart,
-  # the machine's level moved between them and the term carried the shift into every prediction.
+  # The calibration networks are measured in one shuffled order with the evaluated ones (one journal): measured as
+  # two runs minutes apart, the machine's level moved between them and the term carried the shift into every
+  # prediction. The term goes to OUT/evaluate/composition.json; the predictor folder stays as built.
   [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
-  mkdir -p "$out/networks/models"
-  ln -f "$out"/calibration_models/*.onnx "$out"/models/*.onnx "$out/networks/models/"
-  stamp measure_networks
-  "$nnm" evaluate --predictor "$ws/predictor_build/predictor" --onnx "$out/networks/models" \
-    --work-dir "$out/networks/measured" > "$out/networks/measured.txt"
-  for step in calibrate evaluate; do
-    [ -d "$out/$step" ] || cp -r "$out/networks/measured" "$out/$step"
-  done
-  stamp calibrate
-  "$nnm" calibrate --predictor "$ws/predictor_build/predictor" --onnx "$out/calibration_models" \
-    --work-dir "$out/calibrate" | tee "$out/calibrate.txt"
+  evaluate_args+=(--calibrate-on "$out/calibration_models")
 fi
 stamp evaluate
-/usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate --predictor "$ws/predictor_build/predictor" \
-  --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html" | tee "$out/evaluate.txt"
+/usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate "${evaluate_args[@]}" | tee "$out/evaluate.txt"
 cat "$out/evaluate.time"
 if [ "${KERNELS_EVAL:-0}" = 1 ]; then
   stamp evaluate_kernels

@@ -3,18 +3,19 @@
 # baseline), conv-bn-relu and dwconv-bn-relu are sampled again with more real layers of the prior library
 # (PRIOR_ROWS, never from the evaluated families), each at the widths of WIDTH_MULTIPLIERS and the inputs of
 # INPUT_RESOLUTIONS, as width-multiplied networks and NAS spaces have them; measured by the baseline's
-# protocol in the same session, swapped into a copy of the baseline predictor, calibrated and evaluated on the
-# baseline's journaled measurements of the same 23 + 55 networks (nothing measured twice), so the two
-# predictors differ in those two kernels only. AGAIN=1 then measures the 23 + 55 networks once more, in one
-# shuffled order, and scores both predictors, each calibrated on its 23 of those measurements, on the 55.
-# Results: OUT/build.log, OUT/score.txt, OUT/calibrate.txt, OUT/evaluate.txt (OUT/again/{baseline,real_layers}.txt).
+# protocol in the same session, swapped into a copy of the baseline predictor, calibrated on the 23 and scored
+# on the 55 (`evaluate --calibrate-on`) on a copy of the baseline's journal of those networks (nothing measured
+# twice), so the two predictors differ in those two kernels only. AGAIN=1 then measures the 23 + 55 networks
+# once more, in one shuffled order, and scores both predictors on that one journal the same way.
+# Results: OUT/build.log, OUT/score.txt, OUT/evaluate.txt (OUT/again/evaluate_{baseline,real_layers}.txt).
 # Usage: [CONV=500] [DWCONV=300] [PRIOR_ROWS=0.6] [WIDTHS="0.5, 0.75, 1.0, 1.25, 1.5"]
-#        [RESOLUTIONS="128, 160, 192, 224"] [AGAIN=0] bench/run_real_layers_bench.sh BASELINE_OUT [OUT]
+#        [RESOLUTIONS="128, 160, 192, 224"] [AGAIN=0] [EVAL_REPEATS=5 or the baseline's]
+#        bench/run_real_layers_bench.sh BASELINE_OUT [OUT]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 base="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh with CALIBRATE=1}")"
 out="$(realpath -m "${2:-$base/real_layers}")"
-[ -f "$base/calibrate.txt" ] || { echo "$base has no calibration: run the baseline with CALIBRATE=1" >&2; exit 1; }
+[ -f "$base/evaluate/composition.json" ] || { echo "$base has no calibration: run the baseline with CALIBRATE=1" >&2; exit 1; }
 nnm="$base/bin/nn-meter"
 export NN_METER_HOME="$base/home"
 export NN_METER_WORKER="$base/bin/nn-meter-worker"
@@ -44,37 +45,30 @@ rm -rf "$out/predictor"
 cp -r "$base/ws/predictor_build/predictor" "$out/predictor"
 rm -f "$out/predictor/composition.json"
 python3 bench/swap_predictor_kernels.py "$ws/predictor_build/predictor" "$out/predictor" onednn_cpu_real_layers
-score() {  # score PREDICTOR CALIBRATE_DIR EVALUATE_DIR LABEL: calibrate, then evaluate, on the journals there
-  "$nnm" calibrate --predictor "$1" --onnx "$base/calibration_models" --work-dir "$2" > "$2.txt"
-  "$nnm" evaluate --predictor "$1" --onnx "$base/models" --work-dir "$3" --report "$3.html" > "$3.txt"
-  echo "== $4"; tail -4 "$2.txt" | head -3; tail -4 "$3.txt" | head -3
+score() {  # score PREDICTOR WORK_DIR LABEL: the term fitted on the 23, the 55 scored, on the journal there
+  "$nnm" evaluate --predictor "$1" --onnx "$base/models" --calibrate-on "$base/calibration_models" --work-dir "$2" \
+    --report "$2.html" ${EVAL_REPEATS:+--repeats "$EVAL_REPEATS"} > "$2.txt"
+  echo "== $3"; grep -E "models scored|repeatability|composition fitted|plain sum" "$2.txt"
 }
-rm -rf "$out/calibrate" "$out/evaluate"
-cp -r "$base/calibrate" "$out/calibrate"
+rm -rf "$out/evaluate"
 cp -r "$base/evaluate" "$out/evaluate"
-score "$out/predictor" "$out/calibrate" "$out/evaluate" "real layers, on the baseline's measurements" | tee "$out/score.txt"
+score "$out/predictor" "$out/evaluate" "real layers, on the baseline's measurements" | tee "$out/score.txt"
 
 if [ "${AGAIN:-0}" = 1 ]; then
   # The 23 + 55 networks measured once more, now in one shuffled order (calibrating and evaluating as two runs
   # put a level shift of the machine between the term's networks and the scored ones), then each predictor
   # calibrated on its 23 and scored on its 55 from that one journal.
   again="$out/again"
-  mkdir -p "$again/networks"
+  mkdir -p "$again"
   echo "again $(date -u +%FT%TZ)" >> "$out/timeline"
-  ln -f "$base"/calibration_models/*.onnx "$base"/models/*.onnx "$again/networks/"
   rm -rf "$again/baseline_predictor"
   cp -r "$base/ws/predictor_build/predictor" "$again/baseline_predictor"
   rm -f "$again/baseline_predictor/composition.json"
-  "$nnm" evaluate --predictor "$again/baseline_predictor" --onnx "$again/networks" --work-dir "$again/measured" \
-    > "$again/measured.txt"
-  for arm in baseline real_layers; do
-    predictor="$again/baseline_predictor"
-    [ "$arm" = baseline ] || predictor="$out/predictor"
-    rm -rf "$again/calibrate_$arm" "$again/evaluate_$arm"
-    cp -r "$again/measured" "$again/calibrate_$arm"
-    cp -r "$again/measured" "$again/evaluate_$arm"
-    score "$predictor" "$again/calibrate_$arm" "$again/evaluate_$arm" "$arm, networks measured again in one order" \
-      | tee "$again/$arm.txt"
-  done
+  score "$again/baseline_predictor" "$again/evaluate_baseline" "baseline, networks measured again in one order" \
+    | tee "$again/baseline.txt"
+  rm -rf "$again/evaluate_real_layers"
+  cp -r "$again/evaluate_baseline" "$again/evaluate_real_layers"
+  score "$out/predictor" "$again/evaluate_real_layers" "real layers, networks measured again in one order" \
+    | tee "$again/real_layers.txt"
 fi
 echo "end $(date -u +%FT%TZ)" >> "$out/timeline"

@@ -428,7 +428,9 @@ std::string EvaluateReport::kernels_csv() const {
 }
 
 std::string EvaluateReport::to_csv() const {
-  std::string out = "model,family,predicted_ms,measured_ms,error_pct,split_half_deviation_pct,repeats_ms,failure\n";
+  std::string out =
+      "model,family,predicted_ms,measured_ms,error_pct,split_half_deviation_pct,kernels_ms,footprint_mb,repeats_ms,"
+      "failure\n";
   const auto num = [](const std::optional<double>& v, double scale = 1) {
     return v ? fmt::format("{:.6g}", *v * scale) : std::string();
   };
@@ -437,8 +439,9 @@ std::string EvaluateReport::to_csv() const {
     for (double r : m.repeats_ms) repeats += (repeats.empty() ? "" : ";") + fmt::format("{:.6g}", r);
     std::string failure = m.error;
     std::replace(failure.begin(), failure.end(), '"', '\'');
-    out += fmt::format("{},{},{},{},{},{},{},\"{}\"\n", m.name, m.family, num(m.predicted_ms), num(m.measured_ms),
-                       num(m.relative_error(), 100), num(m.split_half_deviation, 100), repeats, failure);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},\"{}\"\n", m.name, m.family, num(m.predicted_ms), num(m.measured_ms),
+                       num(m.relative_error(), 100), num(m.split_half_deviation, 100), num(m.kernels_ms),
+                       num(m.footprint_mb), repeats, failure);
   }
   return out;
 }

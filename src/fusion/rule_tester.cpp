@@ -30,6 +30,7 @@ struct CaseEntry {
   bool customized = false;
   std::vector<std::string> deps;
   std::optional<std::vector<std::string>> ops;  // BF: the models of the ops alone, in chain order
+  std::optional<fusion::Hypotheses> hypotheses;  // builtin MON: the two predictions of its block
 };
 
 std::string join_names(const std::vector<std::string>& names) { return fmt::format("{}", fmt::join(names, ", ")); }
@@ -94,6 +95,7 @@ struct RuleTester::Impl {
     if (const auto sp = specials.find(name); sp != specials.end()) {
       entry.customized = sp->second.customized;
       entry.testcase = sp->second.create(ws.ruletest_config);
+      if (name == "MON" && !entry.customized) entry.hypotheses = fusion::kMonHypotheses;
     } else if (const auto ops = fusion::split_basic_name(name)) {
       fusion::BasicFusionCase::Ops chain;
       for (const auto& op : *ops) chain.emplace_back(op, make_operator(name, op));
@@ -223,21 +225,56 @@ std::optional<std::string> within_noise(const std::map<std::string, Latency>& la
                      kUndecidable, margin, spread);
 }
 
+// The block against the midpoint of its two predictions, next to the noise of every latency involved: a burst
+// of the device moves one model's latency by more than the two predictions differ, and MON would then flip
+// from run to run.
+std::optional<std::string> within_noise(const std::map<std::string, Latency>& latencies, const fusion::Hypotheses& h) {
+  const Latency& block = latencies.at("block");
+  double fused = 0, apart = 0, variance = block.std * block.std;
+  std::set<std::string> models;
+  for (const auto& name : h.fused) fused += latencies.at(name).avg, models.insert(name);
+  for (const auto& name : h.apart) apart += latencies.at(name).avg, models.insert(name);
+  for (const auto& name : models) variance += latencies.at(name).std * latencies.at(name).std;
+  const double margin = block.avg - (fused + apart) / 2;
+  const double spread = 2 * std::sqrt(variance);
+  if (std::fabs(margin) > spread) return std::nullopt;
+  return fmt::format("{}: the block is {:+.4f} ms from the midpoint of its fused ({:.4f} ms) and separate ({:.4f} ms) "
+                     "predictions, within the measurement noise (±{:.4f} ms); measure with more REPEATS or NUM_RUNS",
+                     kUndecidable, margin, fused, apart, spread);
+}
+
+// The kernels the backend's plan runs for these models together (nullopt when it did not report one of them).
+std::optional<int> kernel_count(const std::map<std::string, int>& kernels, const std::vector<std::string>& models) {
+  int n = 0;
+  for (const auto& model : models) {
+    const auto it = kernels.find(model);
+    if (it == kernels.end()) return std::nullopt;
+    n += it->second;
+  }
+  return n;
+}
+
 // Timing inside the noise, but the backend reports the kernels each model runs: the ops are fused when the
 // block runs fewer kernels than the ops apart.
 std::optional<Json> settled_by_kernel_counts(const std::map<std::string, int>& kernels, const std::vector<std::string>& ops) {
-  const auto block = kernels.find("block");
-  if (block == kernels.end()) return std::nullopt;
-  int apart = 0;
-  for (const auto& op : ops) {
-    const auto it = kernels.find(op);
-    if (it == kernels.end()) return std::nullopt;
-    apart += it->second;
-  }
-  return Json{{"obey", block->second < apart},
+  const auto block = kernel_count(kernels, {"block"}), apart = kernel_count(kernels, ops);
+  if (!block || !apart) return std::nullopt;
+  return Json{{"obey", *block < *apart},
               {"reason", fmt::format("timing inside the noise; the backend's plan runs {} kernel(s) for the block, {} for "
                                      "the {} ops apart",
-                                     block->second, apart, ops.size() == 2 ? "two" : std::to_string(ops.size()))}};
+                                     *block, *apart, ops.size() == 2 ? "two" : std::to_string(ops.size()))}};
+}
+
+// The same for two predictions: fused when the block runs no more kernels than the fused prediction's models
+// (nullopt when the counts cannot tell the two apart).
+std::optional<Json> settled_by_kernel_counts(const std::map<std::string, int>& kernels, const fusion::Hypotheses& h) {
+  const auto block = kernel_count(kernels, {"block"}), fused = kernel_count(kernels, h.fused),
+             apart = kernel_count(kernels, h.apart);
+  if (!block || !fused || !apart || *fused >= *apart) return std::nullopt;
+  return Json{{"obey", *block <= *fused},
+              {"reason", fmt::format("timing inside the noise; the backend's plan runs {} kernel(s) for the block, {} "
+                                     "if fused, {} if not",
+                                     *block, *fused, *apart)}};
 }
 
 }  // namespace
@@ -277,6 +314,11 @@ Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) con
       if (entry.ops && rule["obey"].is_boolean()) {
         if (auto noise = within_noise(it->second.latencies, *entry.ops, m.config.alpha))
           rule = settled_by_kernel_counts(it->second.kernels, *entry.ops).value_or(Json{{"obey", nullptr}, {"error", *noise}});
+      }
+      if (entry.hypotheses && rule["obey"].is_boolean()) {
+        if (auto noise = within_noise(it->second.latencies, *entry.hypotheses))
+          rule = settled_by_kernel_counts(it->second.kernels, *entry.hypotheses)
+                     .value_or(Json{{"obey", nullptr}, {"error", *noise}});
       }
       if (m.config.detail) {
         Json latency = Json::object();

@@ -46,4 +46,12 @@ Shape basic_input_shape(const RuleTestConfig& config, const std::vector<std::str
 // MON (multiple out nodes), with a real decision instead of nn-Meter's always-true; see testcases.cpp.
 std::unique_ptr<TestCase> make_mon_case(const Json& ruletest_config);
 
+// A case that decides between two predictions of its block, each the sum of some of its models' latencies:
+// the block runs the ops fused, or apart.
+struct Hypotheses {
+  std::vector<std::string> fused, apart;
+};
+// MON's: the producer with its consumer fused (the pair measured alone) plus the other branch, or all three apart.
+inline const Hypotheses kMonHypotheses = {{"dwconv_relu", "branch"}, {"dwconv", "relu", "branch"}};
+
 }  // namespace nnmeter::fusion

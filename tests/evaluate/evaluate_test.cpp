@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <sstream>
 
 #include "kit/model_zoo.h"
 #include "nnmeter/evaluate.h"
@@ -71,6 +72,20 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
   EXPECT_EQ(doc["summary"]["repeatability"]["samples"], 2);
   EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 4u);  // the broken model is never measured
   EXPECT_EQ(count_lines(work / "eval" / "results.csv"), 4u);
+  {  // The CSV carries the prediction's parts too: a spreadsheet can refit the composition term from it.
+    const std::string csv = read_text(work / "eval" / "results.csv");
+    EXPECT_EQ(csv.substr(0, csv.find('\n')),
+              "model,family,predicted_ms,measured_ms,error_pct,split_half_deviation_pct,kernels_ms,footprint_mb,"
+              "repeats_ms,failure");
+    const Json& m = by_name.at("resnet18_r32");
+    const auto row = csv.substr(csv.find("\nresnet18_r32,") + 1);
+    std::vector<std::string> fields;
+    std::istringstream line(row.substr(0, row.find('\n')));
+    for (std::string f; std::getline(line, f, ',');) fields.push_back(f);
+    ASSERT_EQ(fields.size(), 10u) << row;
+    EXPECT_NEAR(std::stod(fields[6]), m["kernels_ms"].get<double>(), 1e-5 * m["kernels_ms"].get<double>());
+    EXPECT_NEAR(std::stod(fields[7]), m["footprint_mb"].get<double>(), 1e-5 * m["footprint_mb"].get<double>());
+  }
   EXPECT_TRUE(contains(read_text(work / "eval" / "report.html"), "<svg"));
 
   // A rerun measures nothing again and gives the same measurements; more repeats add only the missing ones.
@@ -322,7 +337,7 @@ TEST_F(EvaluateCli, NothingScoredIsAnErrorAfterTheReport) {
                               home());
   EXPECT_NE(r.exit_code, 0);
   EXPECT_TRUE(contains(r.err, "none of the 1 models could be both predicted and measured")) << r.err;
-  EXPECT_TRUE(contains(read_text(work / "none" / "results.csv"), "zz_broken,zz_broken,,,,,,\"prediction failed"));
+  EXPECT_TRUE(contains(read_text(work / "none" / "results.csv"), "zz_broken,zz_broken,,,,,,,,\"prediction failed"));
   EXPECT_TRUE(fs::exists(work / "none" / "report.html"));
 }
 

@@ -133,6 +133,44 @@ TEST_F(RuleTesterFixture, KernelCountsSettleWhatTheNoiseLeavesOpen) {
   EXPECT_EQ(rules["BF_conv_relu"], (Json{{"obey", false}})) << rules.dump();
 }
 
+// MON between its two predictions: a block near their midpoint, by less than the latencies' noise, is a coin
+// flip that a burst of the device decides; the kernel counts settle it, and without them it is undecided (and
+// measured again) rather than guessed.
+TEST_F(RuleTesterFixture, MonWithinTheNoiseIsSettledByKernelCountsOrLeftUndecided) {
+  const RuleTester t = tester({"MON"});
+  const ProfiledCase dependency = latencies({{"dwconv", 0.5}, {"relu", 0.3}, {"block", 0.52}});
+  // fused predicts 0.52 + 0.5 = 1.02, apart 0.5 + 0.3 + 0.5 = 1.3; the block 1.17 is 0.01 past the midpoint
+  // while every latency spreads by ±0.05.
+  ProfiledCase noisy;
+  for (const auto& [model, ms] : std::map<std::string, double>{
+           {"dwconv", 0.5}, {"relu", 0.3}, {"dwconv_relu", 0.52}, {"branch", 0.5}, {"block", 1.17}})
+    noisy.latencies[model] = Latency{ms, 0.05};
+  Json rules = t.detect({{"BF_dwconv_relu", dependency}, {"MON", noisy}});
+  EXPECT_TRUE(rules["MON"]["obey"].is_null()) << rules.dump();
+  EXPECT_EQ(rules["MON"].value("error", "").rfind("undecidable: the block is +0.0100 ms from the midpoint", 0), 0u)
+      << rules.dump();
+
+  noisy.kernels = {{"dwconv", 1}, {"relu", 1}, {"dwconv_relu", 1}, {"branch", 1}, {"block", 3}};
+  rules = t.detect({{"BF_dwconv_relu", dependency}, {"MON", noisy}});
+  EXPECT_EQ(rules["MON"]["obey"], false) << rules.dump();
+  EXPECT_NE(rules["MON"].value("reason", "").find("3 kernel(s) for the block, 2 if fused, 3 if not"), std::string::npos)
+      << rules.dump();
+  noisy.kernels["block"] = 2;
+  rules = t.detect({{"BF_dwconv_relu", dependency}, {"MON", noisy}});
+  EXPECT_EQ(rules["MON"]["obey"], true) << rules.dump();
+
+  // Counts that cannot tell the two apart (the pair alone runs as many kernels as the ops apart) leave it open.
+  noisy.kernels["dwconv_relu"] = 2;
+  rules = t.detect({{"BF_dwconv_relu", dependency}, {"MON", noisy}});
+  EXPECT_TRUE(rules["MON"]["obey"].is_null()) << rules.dump();
+
+  // Clear timing is never overruled by the counts: 1.29 is 0.13 past the midpoint, the noise ±0.045.
+  ProfiledCase clear = latencies({{"dwconv", 0.5}, {"relu", 0.3}, {"dwconv_relu", 0.52}, {"branch", 0.5}, {"block", 1.29}});
+  clear.kernels = {{"dwconv", 1}, {"relu", 1}, {"dwconv_relu", 1}, {"branch", 1}, {"block", 2}};
+  rules = t.detect({{"BF_dwconv_relu", dependency}, {"MON", clear}});
+  EXPECT_EQ(rules["MON"], (Json{{"obey", false}})) << rules.dump();
+}
+
 TEST_F(RuleTesterFixture, DependencyNotObeyedMeansFalseWithoutEvaluation) {
   const RuleTester t = tester({"MON"});
   // MON's own latencies would say "fused"; the dependency decides first.
