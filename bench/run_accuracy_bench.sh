@@ -14,8 +14,11 @@
 # models (13 families; VGG-11 has none) alone (`evaluate --kernels`, 3 repeats) to split their error into kernel
 # predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
 # INPUT_RESOLUTIONS="128, 160, 192, 224" samples every HW as in networks at those inputs (absent: as at 224).
+# SAMPLE_MODELS=1 adds every layer of the 23 calibration networks (none of the 55) as a sample of its kernel
+# (predictorbuild_config SAMPLE_MODELS); bench/run_sample_models_bench.sh OUT then builds the same workspace
+# without them from the journals and scores both predictors on the same measurements.
 # Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0] [EVAL_REPEATS=5]
-#        [INPUT_RESOLUTIONS=...]
+#        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +43,11 @@ REPEATS: 5
 REPEAT_STATISTIC: min
 DRIFT_PROBE_EVERY: 500
 YAML
+sample_models=""
+if [ "${SAMPLE_MODELS:-0}" = 1 ]; then
+  [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
+  sample_models="SAMPLE_MODELS: [$out/calibration_models]"
+fi
 # PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
 # `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
 # The prior library's names of the 14 evaluated families: their layers must not be training samples.
@@ -52,6 +60,7 @@ PRIOR_ROWS_EXCLUDE: [alexnet, densenet121, efficientnetb0, googlenet, mnasnet, m
                      mobilenetv3, resnet18, resnet34, resnet50, shufflenetv2x1-0, squeezenet, vgg11]
 ALIGNED_CHANNELS: 0
 ${INPUT_RESOLUTIONS:+INPUT_RESOLUTIONS: [$INPUT_RESOLUTIONS]}
+$sample_models
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 150, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}

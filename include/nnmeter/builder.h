@@ -3,7 +3,8 @@
 // extract features, train, and refine with adaptive (fine-grained) sampling around large errors.
 //
 // Files (under <ws>/predictor_build/):
-//   kernels/<kernel>_<mark>_<ID>.onnx, results/<kernel>_<mark>.json         (sampling)
+//   kernels/<kernel>_<mark>_<ID>.onnx, results/<kernel>_<mark>.json         (sampling; mark "models": the
+//                                                                           layers of SAMPLE_MODELS)
 //   results/profiled_<kernel>.json, results/profile_journal_<kernel>.jsonl  (profiling; the journal is
 //   results/profile_error.log, converted/                                   the durable record, the json is
 //                                                                           rebuilt from it atomically)
@@ -23,6 +24,9 @@
 #include "nnmeter/workspace.h"
 
 namespace nnmeter {
+
+struct FusionRules;
+struct ModelIr;
 
 struct BuilderSettings {
   std::string backend;          // builtin or registered backend name
@@ -106,6 +110,13 @@ class Builder {
   // Sampled configs of one step ({ID: entry}); a rerun continues the configs the step sampled before.
   Json sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
                       const std::vector<KernelConfig>& configs, const std::string& mark);
+  // The configs a step sampled before (a rerun continues them), if any.
+  std::optional<Json> earlier_entries(const std::string& kernel_type, const std::string& mark) const;
+  // SAMPLE_MODELS: the files it names (folders expanded), and the layers of `models` written as samples of
+  // `kernels` (mark "models", {kernel: {ID: entry}}), detected with `rules`.
+  std::vector<fs::path> sample_model_files() const;
+  std::map<std::string, Json> model_sample_entries(const std::vector<std::string>& kernels,
+                                                   const std::vector<ModelIr>& models, const FusionRules& rules);
   ProfileBatch profile_batch(const std::string& kernel_type, const Json& entries) const;
   ProfilerOptions profiler_options(const std::string& label) const;
   std::vector<ProfileJob> drift_probe_jobs() const;  // writes the probe models once

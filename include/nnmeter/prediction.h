@@ -122,6 +122,10 @@ struct DetectedKernel {
 
 std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules);
 
+// The predictor kernels that stand in for a detected compute kernel when a predictor lacks it, best first (the
+// first views `kernel` itself): nn-Meter's conv and dwconv families, element-wise kernels with the same features.
+std::vector<std::string_view> stand_in_kernels(const std::string& kernel);
+
 // ---------------------------------------------------------------------------------------------------------
 // Composition: how the device runs a network against the sum of its kernels measured alone
 

@@ -43,6 +43,12 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
                                     const std::string& mark, SamplingMode mode, const std::vector<KernelConfig>& configs,
                                     uint64_t seed);
 
+// Writes `configs` as they are, as generate_config_sample writes the configs it draws (same files, dedup and
+// atomicity): samples chosen elsewhere, e.g. the layers of given networks. Each config must be one the suite's
+// kernel can build.
+SampleResult write_config_samples(const Workspace& workspace, KernelSuite& suite, const std::vector<KernelConfig>& configs,
+                                  const std::string& mark, uint64_t seed);
+
 // Configs from a file for fine-grained sampling: a JSON or YAML list of configs, or a kernel data file
 // ({kernel: {ID: {config: {...}}}}, whose entries for `kernel_type` are used).
 std::vector<KernelConfig> load_configs_file(const fs::path& path, const std::string& kernel_type);

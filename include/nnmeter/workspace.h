@@ -32,6 +32,9 @@ struct PredictorBuildConfig {
   double aligned_channels = 0;                  // ALIGNED_CHANNELS: share with channels rounded to multiples of 8
   std::vector<int64_t> input_resolutions;       // INPUT_RESOLUTIONS: HW scaled to these inputs; empty: 224
   std::vector<double> width_multipliers;        // WIDTH_MULTIPLIERS: PRIOR_ROWS at these widths; empty: as they are
+  // SAMPLE_MODELS: ONNX files or folders of them whose layers (kernels as the backend's fusion rules detect
+  // them) are added to the prior samples; relative paths are taken from the workspace folder.
+  std::vector<fs::path> sample_models;
   std::map<std::string, KernelBuildSettings> kernels;  // KERNELS
   // The KERNELS entry of `kernel`, or the defaults for a kernel the file does not list.
   KernelBuildSettings kernel(const std::string& name) const;

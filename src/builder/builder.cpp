@@ -3,16 +3,22 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <set>
+
 #include "common/hash.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/ruletest.h"
 
 namespace nnmeter {
 
 namespace {
+
+constexpr const char* kModelsMark = "models";  // the SAMPLE_MODELS networks' layers
 
 std::string with_mark(const std::string& base, const std::string& mark) { return mark.empty() ? base : base + "_" + mark; }
 
@@ -178,21 +184,92 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
   return profiled;
 }
 
+std::optional<Json> Builder::earlier_entries(const std::string& kernel_type, const std::string& mark) const {
+  // A rerun after an interruption continues the configs a step sampled before (the journal then skips the
+  // ones already profiled) instead of sampling again: the same seed would only yield duplicates.
+  const fs::path earlier = results_dir() / (kernel_type + "_" + mark + ".json");
+  if (!fs::exists(earlier)) return std::nullopt;
+  const Json doc = io::load_json_file(earlier);
+  if (!doc.is_object() || !doc.contains(kernel_type) || !doc[kernel_type].is_object() || doc[kernel_type].empty())
+    return std::nullopt;
+  spdlog::info("{}: continuing the {} configs sampled earlier in {}", kernel_type, doc[kernel_type].size(), earlier.string());
+  return doc[kernel_type];
+}
+
 Json Builder::sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
                              const std::vector<KernelConfig>& configs, const std::string& mark) {
-  // A rerun after an interruption continues the configs this step sampled before (the journal then skips
-  // the ones already profiled) instead of sampling again: the same seed would only yield duplicates.
-  const fs::path earlier = results_dir() / (kernel_type + "_" + mark + ".json");
-  if (fs::exists(earlier)) {
-    const Json doc = io::load_json_file(earlier);
-    if (doc.is_object() && doc.contains(kernel_type) && doc[kernel_type].is_object() && !doc[kernel_type].empty()) {
-      spdlog::info("{}: continuing the {} configs sampled earlier in {}", kernel_type, doc[kernel_type].size(),
-                   earlier.string());
-      return doc[kernel_type];
-    }
-  }
+  if (auto earlier = earlier_entries(kernel_type, mark)) return std::move(*earlier);
   return generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs, seed_for(kernel_type, mark))
       .new_entries;
+}
+
+std::vector<fs::path> Builder::sample_model_files() const {
+  std::vector<fs::path> files;
+  for (const fs::path& given : workspace_.build_config().sample_models) {
+    const fs::path path = given.is_absolute() ? given : workspace_.root / given;
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      std::vector<fs::path> found;
+      for (const auto& entry : fs::directory_iterator(path))
+        if (entry.is_regular_file() && entry.path().extension() == ".onnx") found.push_back(entry.path());
+      if (found.empty())
+        throw Error(fmt::format("predictorbuild_config.yaml: SAMPLE_MODELS folder {} holds no .onnx file", path.string()));
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (fs::is_regular_file(path, ec)) {
+      files.push_back(path);
+    } else {
+      throw Error(fmt::format("predictorbuild_config.yaml: SAMPLE_MODELS entry {} is not a file or folder (relative "
+                              "paths start at the workspace folder {})",
+                              path.string(), workspace_.root.string()));
+    }
+  }
+  return files;
+}
+
+std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std::string>& kernels,
+                                                          const std::vector<ModelIr>& models, const FusionRules& rules) {
+  std::map<std::string, Json> out;
+  std::vector<std::string> todo;
+  for (const auto& kernel : kernels) {
+    if (auto earlier = earlier_entries(kernel, kModelsMark)) out[kernel] = std::move(*earlier);
+    else todo.push_back(kernel);
+  }
+  std::map<std::string, std::vector<KernelConfig>> configs;
+  std::map<std::string, std::set<std::string>> seen;
+  std::map<std::string, size_t> unbuildable;
+  for (const ModelIr& ir : todo.empty() ? std::vector<ModelIr>{} : models)
+    for (const DetectedKernel& k : detect_kernels(ir, rules)) {
+      // The conv kernels have no groups: a grouped conv's config is one group's, not a layer to sample.
+      if (k.kind != KernelKind::compute || k.groups != 1 || k.config.contains("GROUPS")) continue;
+      // The sample goes to the kernel whose predictor will predict the layer (a lone conv: conv-bn-relu's),
+      // chosen among all kernels built: one whose samples a rerun continues is not replaced by a stand-in.
+      std::string kernel;
+      for (std::string_view candidate : stand_in_kernels(k.kernel))
+        if (std::find(kernels.begin(), kernels.end(), candidate) != kernels.end()) {
+          kernel = candidate;
+          break;
+        }
+      if (std::find(todo.begin(), todo.end(), kernel) == todo.end() || !seen[kernel].insert(k.config.dump()).second) continue;
+      try {
+        suite(kernel).kernel->input_tensor_shape(k.config);
+      } catch (const Error& e) {
+        spdlog::debug("{}: {} of {} is not a config the kernel builds: {}", kernel, k.name, ir.origin, e.what());
+        ++unbuildable[kernel];
+        continue;
+      }
+      configs[kernel].push_back(k.config);
+    }
+  for (const auto& kernel : todo) {
+    if (configs[kernel].empty()) continue;
+    const SampleResult r = write_config_samples(workspace_, suite(kernel), configs[kernel], kModelsMark,
+                                                seed_for(kernel, kModelsMark));
+    spdlog::info("{}: {} samples are layers of the {} SAMPLE_MODELS networks ({} distinct, {} already sampled{})", kernel,
+                 r.new_entries.size(), models.size(), configs[kernel].size(), r.duplicates,
+                 unbuildable[kernel] > 0 ? fmt::format(", {} the kernel cannot build", unbuildable[kernel]) : "");
+    out[kernel] = r.new_entries;
+  }
+  return out;
 }
 
 KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
@@ -313,10 +390,20 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     std::vector<double> acc10s;
   };
   std::map<std::string, KernelState> state;
+  // SAMPLE_MODELS are read before any work, so a missing or malformed network fails the build at once.
+  std::vector<ModelIr> sample_models;
+  for (const auto& file : sample_model_files()) sample_models.push_back(load_onnx_ir(file));
   std::map<std::string, Json> entries;
   for (const auto& kernel : todo) {
     state[kernel].settings = build.kernel(kernel);
     entries[kernel] = sample_entries(kernel, state[kernel].settings.init_sample_num, SamplingMode::Prior, {}, "prior");
+  }
+  // SAMPLE_MODELS: the networks' kernels are found as prediction will find them, so the rules come first.
+  std::optional<RuleTestResult> rules;
+  if (!sample_models.empty()) {
+    if (rule_tester) rules = rule_tester->run();
+    const FusionRules fusion = rules ? FusionRules::from_json(rules->rules, rules->rules_file.string()) : FusionRules{};
+    for (auto& [kernel, more] : model_sample_entries(todo, sample_models, fusion)) entries[kernel].update(more);
   }
   for (int iteration = 1; !entries.empty(); ++iteration) {
     const std::string mark = iteration == 1 ? "prior" : "finegrained" + std::to_string(iteration - 1);
@@ -379,10 +466,10 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     summaries.push_back(summary);
   }
   if (rule_tester) {
-    const RuleTestResult rules = rule_tester->run();
-    io::save_json_file(predictor_folder / kFusionRulesFile, rules.rules);
-    spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules.obeyed, rules.not_obeyed,
-                 rules.undecided, rules.rules_file.string());
+    if (!rules) rules = rule_tester->run();
+    io::save_json_file(predictor_folder / kFusionRulesFile, rules->rules);
+    spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules->obeyed, rules->not_obeyed,
+                 rules->undecided, rules->rules_file.string());
   }
   const fs::path meta_yaml = writer.finish();
   Json table = Json::array();

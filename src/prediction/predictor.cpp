@@ -67,9 +67,15 @@ std::unique_ptr<FeatureParser> parser_for(const std::string& kernel, const Regis
   return find_kernel(registry ? *registry : fallback, kernel).create(Json::object()).parser;
 }
 
-// Predictor kernels that stand in for `kernel` when the folder lacks it, best first: nn-Meter's conv and
-// dwconv families (reference §9.5), and element-wise kernels with the same features. The first views `kernel`.
-std::vector<std::string_view> candidates(const std::string& kernel) {
+// Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
+std::vector<std::string_view> elementwise_candidates(bool binary) {
+  if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
+  return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
+}
+
+}  // namespace
+
+std::vector<std::string_view> stand_in_kernels(const std::string& kernel) {
   if (kernel.rfind("dwconv-", 0) == 0)
     return {kernel, "dwconv-bn-relu", "dwconv-bn-relu6", "dwconv-relu", "dwconv-bn", "dwconv-relu6", "dwconv-block",
             "dwconv-bn-hswish"};
@@ -84,14 +90,6 @@ std::vector<std::string_view> candidates(const std::string& kernel) {
   if (kernel == "swish") return {kernel, "hswish"};
   return {kernel};
 }
-
-// Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
-std::vector<std::string_view> elementwise_candidates(bool binary) {
-  if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
-  return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
-}
-
-}  // namespace
 
 LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder) { return from_folder(folder, Registry()); }
 
@@ -167,7 +165,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       continue;
     }
     const bool ew = k.kind == KernelKind::elementwise;
-    const auto options = ew ? elementwise_candidates(k.binary) : candidates(p.kernel);
+    const auto options = ew ? elementwise_candidates(k.binary) : stand_in_kernels(p.kernel);
     p.predictor_kernel = pick(options);
     if (p.predictor_kernel.empty()) {
       uncover(p.nodes, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : p.kernel,

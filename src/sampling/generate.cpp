@@ -1,5 +1,6 @@
 // generate_config_sample: sample configs, drop duplicates, write one ONNX model per config and the
 // kernel's results JSON. Only the KernelSuite interfaces are used, so plugin kernels take the same path.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -152,12 +153,21 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
   check_mark(mark);
   if (mode == SamplingMode::Finegrained && configs.empty())
     throw Error("fine-grained sampling of '" + kernel + "' needs at least one config to sample around");
-  const int batch = batch_size_of(workspace.predictorbuild_config);
-
-  // 1. Sample and validate everything before touching the workspace.
+  // 1. Sample; write_config_samples validates everything before touching the workspace.
   std::vector<KernelConfig> sampled = mode == SamplingMode::Prior
                                           ? suite.sampler->prior_config_sampling(sample_num, seed)
                                           : suite.sampler->finegrained_config_sampling(sample_num, configs, seed);
+  return write_config_samples(workspace, suite, sampled, mark, seed);
+}
+
+SampleResult write_config_samples(const Workspace& workspace, KernelSuite& suite,
+                                  const std::vector<KernelConfig>& sampled, const std::string& mark, uint64_t seed) {
+  const std::string& kernel = suite.name;
+  check_mark(mark);
+  if (sampled.size() > static_cast<size_t>(kMaxSampleNum))
+    throw Error(fmt::format("{} configs of '{}' to write; at most {} fit one sampling call", sampled.size(), kernel,
+                            kMaxSampleNum));
+  const int batch = batch_size_of(workspace.predictorbuild_config);
   check_sampled(kernel, sampled);
   std::vector<std::vector<Shape>> shapes;
   shapes.reserve(sampled.size());

@@ -36,6 +36,8 @@ std::string expectation(const ConfigKey& k) {
       return "a text value";
     case T::NameList:
       return "a list of names";
+    case T::PathList:
+      return "a list of paths (files or folders)";
     case T::IntList:
       return fmt::format("a non-empty list of integers in [{}, {}]", k.min, k.max);
     case T::NumberList:
@@ -59,6 +61,7 @@ bool valid(const ConfigKey& k, const Json& v) {
     case T::Text:
       return v.is_string();
     case T::NameList:
+    case T::PathList:
       if (!v.is_array()) return false;
       for (const auto& item : v)
         if (!item.is_string() || item.get<std::string>().empty()) return false;
@@ -125,7 +128,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"PRIOR_ROWS_EXCLUDE", T::NameList},
                                               {"ALIGNED_CHANNELS", T::Number, 0, 1},
                                               {"INPUT_RESOLUTIONS", T::IntList, 16, 1024},
-                                              {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4}};
+                                              {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4},
+                                              {"SAMPLE_MODELS", T::PathList}};
   return keys;
 }
 
@@ -227,6 +231,7 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
     p.input_resolutions = r->get<std::vector<int64_t>>();
   if (const auto w = c.find("WIDTH_MULTIPLIERS"); w != c.end() && !w->is_null())
     p.width_multipliers = w->get<std::vector<double>>();
+  for (const auto& path : names_of(c, "SAMPLE_MODELS")) p.sample_models.emplace_back(path);
   const auto kernels = c.find("KERNELS");
   if (kernels == c.end() || kernels->is_null()) return p;
   if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");

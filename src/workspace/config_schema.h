@@ -9,7 +9,7 @@
 namespace nnmeter {
 
 struct ConfigKey {
-  enum class Type { Int, Number, Bool, Text, NameList, IntList, NumberList };
+  enum class Type { Int, Number, Bool, Text, NameList, PathList, IntList, NumberList };
   const char* name;
   Type type;
   double min = 0, max = 0;     // Int, Number and each IntList/NumberList entry, inclusive

@@ -4,13 +4,17 @@
 #include <spawn.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 
 #include "common/io.h"
+#include "kit/model_zoo.h"
 #include "nnmeter/latency.h"
+#include "nnmeter/prediction.h"
 #include "support/test_support.h"
 
 extern char** environ;
@@ -116,6 +120,95 @@ TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
   EXPECT_TRUE(contains(built.out, "Drift probes over the build")) << built.out;
   EXPECT_TRUE(contains(built.out, "probe_conv-bn-relu: ")) << built.out;
   EXPECT_TRUE(fs::exists(ws / "predictor_build" / "probes" / "probe_dwconv-bn-relu.onnx"));
+}
+
+// SAMPLE_MODELS: every layer of the given networks becomes a sample of its kernel, measured in the same
+// shuffled order as the prior samples; a rerun continues them.
+TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n"
+                                          "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n");
+  const fs::path net = tmp / "nets" / "mobilenet_v1_r32_w0.25.onnx";
+  write_text(net, zoo::build("mobilenet_v1", 32, 0.25).model.SerializeAsString());
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
+  const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
+  CliResult built = run_cli(build, tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, "conv-bn-relu: ")) << built.out;
+  EXPECT_TRUE(contains(built.out, "samples are layers of the 1 SAMPLE_MODELS networks")) << built.out;
+
+  // The network's layers as prediction detects them (no fusion rules: --no-ruletest, so each conv is a lone
+  // conv-block, predicted by its family's kernel).
+  std::map<std::string, std::set<std::string>> layers;
+  for (const DetectedKernel& k : detect_kernels(load_onnx_ir(net), FusionRules{}))
+    if (k.kind == KernelKind::compute && k.kernel.find("conv-") != std::string::npos)
+      layers[std::string(stand_in_kernels(k.kernel)[1])].insert(k.config.dump());
+  const fs::path results = ws / "predictor_build" / "results";
+  for (const std::string kernel : {"conv-bn-relu", "dwconv-bn-relu"}) {
+    SCOPED_TRACE(kernel);
+    ASSERT_FALSE(layers[kernel].empty());
+    std::set<std::string> sampled;  // every layer is a sample: of the models mark, or already a prior one
+    const Json models = io::load_json_file(results / (kernel + "_models.json"))[kernel];
+    for (const auto& [id, entry] : models.items()) {
+      EXPECT_TRUE(layers[kernel].count(entry["config"].dump())) << entry.dump() << " is not a layer of the network";
+      sampled.insert(entry["config"].dump());
+    }
+    for (const auto& [id, entry] : io::load_json_file(results / (kernel + "_prior.json"))[kernel].items())
+      sampled.insert(entry["config"].dump());
+    for (const auto& layer : layers[kernel]) EXPECT_TRUE(sampled.count(layer)) << layer << " was not sampled";
+    // Measured and trained on like the prior samples.
+    const Json profiled = io::load_json_file(results / ("profiled_" + kernel + ".json"))[kernel];
+    for (const auto& [id, entry] : models.items()) EXPECT_TRUE(profiled.contains(id)) << id << " was not profiled";
+  }
+  const size_t journal = count_lines(results / "profile_journal_conv-bn-relu.jsonl");
+  CliResult again = run_cli(build, tmp / "home");
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_TRUE(contains(again.out, "configs sampled earlier in " + (results / "conv-bn-relu_models.json").string()))
+      << again.out;
+  EXPECT_EQ(count_lines(results / "profile_journal_conv-bn-relu.jsonl"), journal) << "nothing is profiled twice";
+}
+
+// A layer's sample goes to the kernel that will predict it, also when a rerun continues that kernel's
+// samples: a lone BN is bn's, never its stand-in bnrelu's because bnrelu has no samples of the network yet.
+TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  bn:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"
+                                          "  bnrelu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n");
+  write_text(tmp / "nets" / "resnet18_r32.onnx", zoo::build("resnet18", 32, 0.25).model.SerializeAsString());
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
+  const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
+  CliResult first = run_cli(build, tmp / "home");
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const fs::path results = ws / "predictor_build" / "results";
+  // Without fusion rules every BN is a lone bn kernel: its layers are bn's samples, and bnrelu gets none.
+  ASSERT_TRUE(fs::exists(results / "bn_models.json")) << first.out;
+  EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << first.out;
+  CliResult again = run_cli(build, tmp / "home");
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
+}
+
+TEST(BuildCli, SampleModelsThatCannotBeReadFailBeforeAnyWork) {
+  TempDir tmp;
+  write_text(tmp / "nets" / "broken.onnx", "not an onnx model");
+  write_text(tmp / "empty" / "notes.txt", "no networks here");
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[../missing]", "SAMPLE_MODELS entry " + (tmp / "ws" / ".." / "missing").string() + " is not a file or folder"},
+           {"[../empty]", "SAMPLE_MODELS folder " + (tmp / "ws" / ".." / "empty").string() + " holds no .onnx file"},
+           {"[../nets]", "broken.onnx"}}) {
+    SCOPED_TRACE(value);
+    const fs::path ws = make_workspace(tmp, "  relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n");
+    write_text(ws / "configs" / "predictorbuild_config.yaml",
+               read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: " + value + "\n");
+    CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_TRUE(contains(r.err, message)) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line: " << r.err;
+    EXPECT_FALSE(fs::exists(ws / "predictor_build" / "kernels")) << "nothing sampled";
+    fs::remove_all(ws);
+  }
 }
 
 TEST(BuildCli, UnknownKernelInTheYamlFailsBeforeAnyWork) {

@@ -76,7 +76,9 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"INPUT_RESOLUTIONS: [128, 4096]", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
                        {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
                        {"WIDTH_MULTIPLIERS: [0.5, 0]", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4], got [0.5,0]"},
-                       {"WIDTH_MULTIPLIERS: 1.0", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4]"}},
+                       {"WIDTH_MULTIPLIERS: 1.0", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4]"},
+                       {"SAMPLE_MODELS: models", "SAMPLE_MODELS must be a list of paths (files or folders), got \"models\""},
+                       {"SAMPLE_MODELS: [a, 3]", "SAMPLE_MODELS must be a list of paths"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());
