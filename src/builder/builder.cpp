@@ -241,7 +241,7 @@ std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std:
   for (const ModelIr& ir : todo.empty() ? std::vector<ModelIr>{} : models)
     for (const DetectedKernel& k : detect_kernels(ir, rules)) {
       // The conv kernels have no groups: a grouped conv's config is one group's, not a layer to sample.
-      if (k.kind != KernelKind::compute || k.groups != 1 || k.config.contains("GROUPS")) continue;
+      if (k.kind != KernelKind::compute || k.groups != 1) continue;
       // The sample goes to the kernel whose predictor will predict the layer (a lone conv: conv-bn-relu's),
       // chosen among all kernels built: one whose samples a rerun continues is not replaced by a stand-in.
       std::string kernel;
@@ -402,6 +402,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   std::optional<RuleTestResult> rules;
   if (!sample_models.empty()) {
     if (rule_tester) rules = rule_tester->run();
+    // Without the rule test (--no-ruletest) nothing fuses: each op of a layer is sampled on its own.
     const FusionRules fusion = rules ? FusionRules::from_json(rules->rules, rules->rules_file.string()) : FusionRules{};
     for (auto& [kernel, more] : model_sample_entries(todo, sample_models, fusion)) entries[kernel].update(more);
   }
