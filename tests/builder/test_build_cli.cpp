@@ -154,8 +154,8 @@ TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
       EXPECT_TRUE(layers[kernel].count(entry["config"].dump())) << entry.dump() << " is not a layer of the network";
       sampled.insert(entry["config"].dump());
     }
-    for (const auto& [id, entry] : io::load_json_file(results / (kernel + "_prior.json"))[kernel].items())
-      sampled.insert(entry["config"].dump());
+    const Json prior = io::load_json_file(results / (kernel + "_prior.json"))[kernel];  // kept alive for the loop
+    for (const auto& [id, entry] : prior.items()) sampled.insert(entry["config"].dump());
     for (const auto& layer : layers[kernel]) EXPECT_TRUE(sampled.count(layer)) << layer << " was not sampled";
     // Measured and trained on like the prior samples.
     const Json profiled = io::load_json_file(results / ("profiled_" + kernel + ".json"))[kernel];
