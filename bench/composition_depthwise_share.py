@@ -24,10 +24,12 @@ def solve(a, b):
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def lstsq(x, y):
+def lstsq(x, y, w=None):
+    """Least squares of y on the rows of x, each row weighted by w (default 1)."""
+    w = w or [1.0] * len(y)
     k = len(x[0])
-    return solve([[sum(r[i] * r[j] for r in x) for j in range(k)] for i in range(k)],
-                 [sum(r[i] * t for r, t in zip(x, y)) for i in range(k)])
+    return solve([[sum(wi * r[i] * r[j] for r, wi in zip(x, w)) for j in range(k)] for i in range(k)],
+                 [sum(wi * r[i] * t for r, t, wi in zip(x, y, w)) for i in range(k)])
 
 
 def features(m):
@@ -56,11 +58,12 @@ def score(models, coef, use):
             100 * math.sqrt(sum(e * e for e in errors) / n), 100 * sum(errors) / n)
 
 
-for path in sys.argv[1:]:
-    d = json.load(open(path))
-    print(path)
-    for use, label in (([0, 1], "footprint"), ([0, 1, 2], "footprint + depthwise share"), ([0, 2], "depthwise share")):
-        coef = fit(d["calibration_models"], use)
-        s = score(d["models"], coef, use)
-        print(f"  {label:<28} ±5 % {s[0]:5.1f}  ±10 % {s[1]:5.1f}  RMSPE {s[2]:4.1f}  mean {s[3]:+5.1f}  "
-              f"coefficients {[round(c, 3) for c in coef]}")
+if __name__ == "__main__":
+    for path in sys.argv[1:]:
+        d = json.load(open(path))
+        print(path)
+        for use, label in (([0, 1], "footprint"), ([0, 1, 2], "footprint + depthwise share"), ([0, 2], "depthwise share")):
+            coef = fit(d["calibration_models"], use)
+            s = score(d["models"], coef, use)
+            print(f"  {label:<28} ±5 % {s[0]:5.1f}  ±10 % {s[1]:5.1f}  RMSPE {s[2]:4.1f}  mean {s[3]:+5.1f}  "
+                  f"coefficients {[round(c, 3) for c in coef]}")

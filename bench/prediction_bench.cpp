@@ -3,6 +3,8 @@
 //
 //   prediction_bench models  DIR                      writes the model set (ONNX) into DIR
 //   prediction_bench calibration-models DIR           writes 23 other variants, for nn-meter calibrate
+//   prediction_bench more-calibration-models DIR      writes 49 more, in neither set: for forms of the term
+//                                                     with more coefficients than 23 networks pin
 //   prediction_bench measure DIR OUT.json [CONFIG]    measures each model on onednn_cpu (resumable: models
 //                                                     already in OUT.json are skipped; OUT.json is rewritten
 //                                                     atomically after every model)
@@ -69,6 +71,26 @@ std::vector<Variant> calibration_set() {
   for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"}) v.push_back({arch, 176, 0.75});
   v.push_back({"alexnet", 192, 0.75});
   v.push_back({"vgg11_bn", 112, 0.75});
+  return v;
+}
+
+// 49 more variants, in neither set above: other resolutions (112 to 240) and widths (0.5 to 1.25) of every
+// architecture, so that a composition term with a coefficient per kind of kernel can be fitted on networks of
+// every family and judged on held-out families.
+std::vector<Variant> more_calibration_set() {
+  using Sizes = std::vector<std::pair<int64_t, double>>;
+  std::vector<Variant> v;
+  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
+                                 "shufflenet_v2_x1_0"})
+    for (auto [res, width] : Sizes{{112, 0.6}, {176, 1.1}, {240, 0.9}, {128, 1.25}}) v.push_back({arch, res, width});
+  for (const std::string arch : {"resnet18", "resnet34", "resnet50"})
+    for (auto [res, width] : Sizes{{144, 1.0}, {208, 0.5}, {240, 0.75}, {128, 0.6}}) v.push_back({arch, res, width});
+  for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"})
+    for (auto [res, width] : Sizes{{144, 1.0}, {208, 0.75}, {128, 0.5}}) v.push_back({arch, res, width});
+  v.push_back({"alexnet", 160, 1.0});
+  v.push_back({"alexnet", 128, 0.5});
+  v.push_back({"vgg11_bn", 96, 1.0});
+  v.push_back({"vgg11_bn", 112, 0.5});
   return v;
 }
 
@@ -238,11 +260,12 @@ int main(int argc, char** argv) {
     const std::vector<std::string> a(argv + 1, argv + argc);
     if (a.size() == 2 && a[0] == "models") return write_models(a[1], model_set());
     if (a.size() == 2 && a[0] == "calibration-models") return write_models(a[1], calibration_set());
+    if (a.size() == 2 && a[0] == "more-calibration-models") return write_models(a[1], more_calibration_set());
     if ((a.size() == 3 || a.size() == 4) && a[0] == "measure")
       return measure(a[1], a[2], a.size() == 4 ? Json::parse(a[3]) : Json::object());
     if (a.size() == 4 && a[0] == "accuracy") return accuracy(a[1], a[2], a[3]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "speed") return speed(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 1000);
-    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
+    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
                  "accuracy DIR MEASURED.json PREDICTOR_FOLDER | speed PREDICTOR_FOLDER TMP_DIR [N]\n";
     return 2;
   } catch (const std::exception& e) {

@@ -162,9 +162,10 @@ struct CompositionModel {
 struct CompositionPoint {
   double kernels_ms = 0, measured_ms = 0, footprint_mb = 0, unscaled_ms = 0;
 };
-// Least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the given unscaled
-// kernels. Fewer than 4 points or footprints spanning less than 2× fit the constant only (c1 = 0). No point,
-// a non-positive value, or unscaled kernels taking all of a network's time → Error.
+// Robust (Huber) least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the
+// given unscaled kernels: from 8 networks on, those far off the others' line weigh less. Fewer than 4 points
+// or footprints spanning less than 2× fit the constant only (c1 = 0). No point, a non-positive value, or
+// unscaled kernels taking all of a network's time → Error.
 CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels = {});
 
 // ---------------------------------------------------------------------------------------------------------
