@@ -128,10 +128,10 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   // Huber's weights instead of plain least squares. A calibration network whose kernels the predictor misses
   // (on onednn_cpu ResNets at 112-128 px: their kernel sums 10-18 % under the measurement where the other
   // networks' sit within ±8 %) is an error of the kernel predictors, not of the composition; least squares
-  // let those few tilt the term for every network. Measured on the accuracy bench: within ±5 % of the
-  // evaluated networks rose by 1.8-9.1 points in each of 16 calibrate-and-score runs of the prior-sample
-  // predictors (bench/RESULTS-accuracy.md). Fewer than 8 networks say too little about the spread to call
-  // any of them an outlier.
+  // let those few tilt the term for every network. Measured on the accuracy bench (bench/RESULTS-accuracy.md):
+  // over 14 calibrate-and-score runs of prior-sample predictors, within ±5 % of the evaluated networks rose in
+  // 13 (+1.8…+9.1 points, −5.4 in one) and RMSPE rose in none. Fewer than 8 networks say too little about the
+  // spread to call any of them an outlier.
   if (points.size() >= 8) {
     std::vector<double> r(x.size());
     for (int iteration = 0; iteration < 100; ++iteration) {
