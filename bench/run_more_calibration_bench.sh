@@ -8,7 +8,8 @@
 # term's forms (footprint; + kernel shares; a coefficient per kind of kernel; both) on each.
 # Predictors are PREDICTOR folders of earlier builds (run_accuracy_bench.sh OUT/ws/predictor_build/predictor);
 # the first one is the one `evaluate` measures with (any would do: measurements do not depend on it).
-# Results: OUT/evaluate.txt, OUT/score/<label>_<repeats>_<cal>.txt, OUT/forms_<label>_<repeats>.txt.
+# Results: OUT/evaluate{REPEATS,MORE_REPEATS}.txt, OUT/score/<label>_<repeats>_<cal>.txt, OUT/forms_<label>_<repeats>.txt;
+# bench/RESULTS-accuracy.md ("Twenty repeats") quotes one run.
 # Usage: [BACKEND=onednn_cpu] [REPEATS=10] [MORE_REPEATS=20] bench/run_more_calibration_bench.sh OUT build-dir \
 #          LABEL=PREDICTOR [LABEL=PREDICTOR ...]
 set -euo pipefail
