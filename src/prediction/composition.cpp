@@ -126,7 +126,7 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   };
   weighted_fit();
   // Huber's weights instead of plain least squares. A calibration network whose kernels the predictor misses
-  // (on onednn_cpu ResNets at 112-128 px: their kernel sums 10-18 % under the measurement where the other
+  // (on onednn_cpu ResNets at 112-128 px: their kernel sums 10-18 % under the measurement where most other
   // networks' sit within ±8 %) is an error of the kernel predictors, not of the composition; least squares
   // let those few tilt the term for every network. Measured on the accuracy bench (bench/RESULTS-accuracy.md):
   // over 14 calibrate-and-score runs of prior-sample predictors, within ±5 % of the evaluated networks rose in
