@@ -152,6 +152,8 @@ struct CompositionModel {
     return unscaled_ms + (kernels_ms - unscaled_ms) * factor(footprint_mb);
   }
   std::string describe() const;  // "x0.993 at 16.6 MB … x1.090 at 179 MB"
+  // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
+  std::string describe_fit() const;
   Json to_json() const;
   // Malformed or out-of-range values → Error naming `origin`.
   static CompositionModel from_json(const Json& j, const std::string& origin);
@@ -161,11 +163,14 @@ struct CompositionModel {
 // of the kernels' sum the term leaves unscaled.
 struct CompositionPoint {
   double kernels_ms = 0, measured_ms = 0, footprint_mb = 0, unscaled_ms = 0;
+  std::string name = {};  // the network's, for calibration["fit"]
 };
 // Robust (Huber) least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the
 // given unscaled kernels: from 8 networks on, those far off the others' line weigh less. Fewer than 4 points
-// or footprints spanning less than 2× fit the constant only (c1 = 0). No point, a non-positive value, or
-// unscaled kernels taking all of a network's time → Error.
+// or footprints spanning less than 2× fit the constant only (c1 = 0). How it was fitted goes to
+// calibration["fit"]: {"method": "huber" | "least_squares", "networks", "threshold" (Huber's, in ln
+// units), "down_weighted": [{"model", "weight"}]}. No point, a non-positive value, or unscaled kernels taking all of a
+// network's time → Error.
 CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels = {});
 
 // ---------------------------------------------------------------------------------------------------------

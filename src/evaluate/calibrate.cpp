@@ -38,7 +38,7 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
     std::vector<CompositionPoint> out;
     for (const auto& m : models)
       if (usable(m) && m.family != without_family)
-        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, m.kernels_ms_of(unscaled)});
+        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, m.kernels_ms_of(unscaled), m.name});
     return out;
   };
   FormFit f{fit_composition(points(""), unscaled), std::nullopt};
@@ -113,6 +113,7 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
   r.after = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) { return m.predicted_with(r.composition); });
 
   r.composition.calibration = {
+      {"fit", best->model.calibration.at("fit")},
       {"models", usable_models},
       {"families", families.size()},
       {"backend", measured.backend},
@@ -170,8 +171,8 @@ std::string CalibrationReport::to_table() const {
     return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)", s.rmspe,
                        100 * s.within5, 100 * s.within10, 100 * s.mean_error);
   };
-  out += fmt::format("\ncomposition: {} (c0 {:.4f}, c1 {:.4f}), fitted on {} models\n", composition.describe(),
-                     composition.c0, composition.c1, before.models);
+  out += fmt::format("\ncomposition: {} (c0 {:.4f}, c1 {:.4f}), fitted on {} models by {}\n", composition.describe(),
+                     composition.c0, composition.c1, before.models, composition.describe_fit());
   out += "sum of kernels:            " + line(before) + "\n";
   out += "with the term (in sample): " + line(after) + "\n";
   if (held_out_families) out += "each family held out:      " + line(*held_out_families) + "\n";

@@ -467,8 +467,8 @@ std::string EvaluateReport::to_table() const {
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
   if (calibration) {
-    out += fmt::format("with the composition fitted on the {} networks of --calibrate-on, measured in the same order ({})",
-                       calibration->before.models, composition->describe());
+    out += fmt::format("with the composition fitted on the {} networks of --calibrate-on, measured in the same order ({}; {})",
+                       calibration->before.models, composition->describe(), composition->describe_fit());
     if (const auto& h = calibration->held_out_families)
       out += fmt::format("; on each of their families held out it scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}%",
                          h->rmspe, 100 * h->within5, 100 * h->within10);

@@ -286,7 +286,7 @@ td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: 
         calibration ? fmt::format("composition fitted on the {} networks of --calibrate-on measured in the same order",
                                   calibration->before.models)
                     : std::string("predictor's calibrated composition"),
-        composition->describe());
+        escape(composition->describe() + (composition->describe_fit().empty() ? "" : "; " + composition->describe_fit())));
     out.replace(out.rfind("</table>"), 8, row);
   }
   out += "<h2>Predicted versus measured</h2>\n<p>Green: within ±10 % (the shaded band); red: outside it.</p>\n" + scatter(*this);

@@ -45,6 +45,19 @@ std::string CompositionModel::describe() const {
   return out;
 }
 
+std::string CompositionModel::describe_fit() const {
+  const Json fit = calibration.value("fit", Json::object());
+  const std::string method = fit.is_object() ? fit.value("method", std::string()) : std::string();
+  if (method == "least_squares") return "least squares";
+  if (method != "huber") return "";
+  std::vector<std::string> down;
+  for (const auto& d : fit.value("down_weighted", Json::array()))
+    if (d.is_object()) down.push_back(fmt::format("{} ({:.2f})", d.value("model", std::string("?")), d.value("weight", 0.0)));
+  if (down.empty()) return "Huber's weights, no network down-weighted";
+  return fmt::format("Huber's weights, {} of {} networks down-weighted: {}", down.size(), fit.value("networks", 0),
+                     fmt::join(down, ", "));
+}
+
 Json CompositionModel::to_json() const {
   return {{"format_version", 1},
           {"form", "unscaled kernels + other kernels * exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the "
@@ -132,20 +145,28 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   // over 14 calibrate-and-score runs of prior-sample predictors, within ±5 % of the evaluated networks rose in
   // 13 (+1.8…+9.1 points, −5.4 in one) and RMSPE rose in none. Fewer than 8 networks say too little about the
   // spread to call any of them an outlier.
+  Json fit = {{"method", "least_squares"}, {"networks", points.size()}};
   if (points.size() >= 8) {
     std::vector<double> r(x.size());
+    double threshold = 0;
     for (int iteration = 0; iteration < 100; ++iteration) {
       for (size_t i = 0; i < x.size(); ++i) r[i] = std::abs(y[i] - m.c0 - m.c1 * x[i]);
       std::vector<double> sorted = r;
       std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
       // Robust spread (MAD); residuals within 1.3 % are never down-weighted, whatever the spread.
-      const double threshold = 1.345 * std::max(1.4826 * sorted[sorted.size() / 2], 0.01);
+      threshold = 1.345 * std::max(1.4826 * sorted[sorted.size() / 2], 0.01);
       for (size_t i = 0; i < x.size(); ++i) w[i] = r[i] <= threshold ? 1.0 : threshold / r[i];
       const double c0 = m.c0, c1 = m.c1;
       weighted_fit();
       if (std::abs(m.c0 - c0) < 1e-12 && std::abs(m.c1 - c1) < 1e-12) break;
     }
+    // Which networks the fit set aside is worth seeing: their kernels are usually what the predictor misses.
+    Json down = Json::array();
+    for (size_t i = 0; i < w.size(); ++i)
+      if (w[i] < 1) down.push_back({{"model", points[i].name}, {"weight", w[i]}});
+    fit = {{"method", "huber"}, {"networks", points.size()}, {"threshold", threshold}, {"down_weighted", std::move(down)}};
   }
+  m.calibration["fit"] = std::move(fit);
   return m;
 }
 

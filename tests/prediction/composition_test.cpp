@@ -1,5 +1,7 @@
 // The composition term: footprint of a model, the fit, the factor's clamping, kernels left unscaled,
 // composition.json validation, and a predictor folder that carries one (latency = unscaled + rest × factor).
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "kit/model_zoo.h"
@@ -65,10 +67,30 @@ TEST(Composition, NetworksWhoseKernelsArePredictedWrongDoNotTiltTheTerm) {
     const double f = 5.0 * std::pow(1.2, i), noise = i % 2 ? 0.01 : -0.01;
     points.push_back({2.0, 2.0 * std::exp(-0.05 + 0.03 * std::log(f) + noise), f});
   }
-  for (double f : {60.0, 100.0, 140.0}) points.push_back({2.0 / 1.17 / std::exp(-0.05 + 0.03 * std::log(f)), 2.0, f});
+  for (double f : {60.0, 100.0, 140.0})
+    points.push_back({2.0 / 1.17 / std::exp(-0.05 + 0.03 * std::log(f)), 2.0, f, 0, fmt::format("resnet_{}", f)});
   const CompositionModel m = fit_composition(points);
   EXPECT_NEAR(m.c1, 0.03, 0.005);
   for (double f : {10.0, 50.0, 150.0}) EXPECT_NEAR(m.factor(f), std::exp(-0.05 + 0.03 * std::log(f)), 0.015);
+  // The file says how: Huber's weights, and exactly the three set aside, by name, each far below 1.
+  const Json& fit = m.calibration.at("fit");
+  EXPECT_EQ(fit.at("method"), "huber");
+  EXPECT_EQ(fit.at("networks"), 23);
+  ASSERT_EQ(fit.at("down_weighted").size(), 3u) << fit.dump();
+  for (const Json& d : fit.at("down_weighted")) {
+    EXPECT_TRUE(contains(d.at("model").get<std::string>(), "resnet_")) << d.dump();
+    EXPECT_LT(d.at("weight").get<double>(), 0.3) << d.dump();
+  }
+  EXPECT_TRUE(contains(m.describe_fit(), "Huber's weights, 3 of 23 networks down-weighted: resnet_60 (0.")) << m.describe_fit();
+  EXPECT_EQ(CompositionModel::from_json(m.to_json(), "c.json").describe_fit(), m.describe_fit());
+  // Under 8 networks: plain least squares, and it says so.
+  const std::vector<CompositionPoint> few(points.begin(), points.begin() + 7);
+  EXPECT_EQ(fit_composition(few).calibration.at("fit").at("method"), "least_squares");
+  EXPECT_EQ(fit_composition(few).describe_fit(), "least squares");
+  // A file from before the field: nothing claimed.
+  CompositionModel old = m;
+  old.calibration.erase("fit");
+  EXPECT_EQ(old.describe_fit(), "");
   // Plain least squares lifts the term by ~6 % at 150 MB: more than the ±5 % a prediction is judged by.
   double mx = 0, my = 0;
   for (const auto& p : points) mx += std::log(p.footprint_mb) / points.size(), my += std::log(p.measured_ms / p.kernels_ms) / points.size();
