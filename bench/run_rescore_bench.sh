@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One measurement, several predictors and calibration sets: on the output of
+# `CALIBRATE=72 bench/run_accuracy_bench.sh OUT` (the 55 evaluated and 72 calibration networks measured in one
+# shuffled order), the build's own predictor and every LABEL=PREDICTOR given are calibrated on the 23, the 49 and
+# all 72 and scored on the 55, each from a copy of OUT/evaluate's journal (nothing measured again: checked); then
+# bench/composition_kernel_types.py refits the term by least squares and in its other forms on each.
+# Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json), OUT/forms_<label>.txt.
+# Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+out="$(realpath "${1:?the output folder of CALIBRATE=72 bench/run_accuracy_bench.sh}")"
+shift
+[ -d "$out/calibration_models72" ] && [ -f "$out/evaluate/results.json" ] ||
+  { echo "$out is not a finished CALIBRATE=72 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
+nnm="$out/bin/nn-meter"
+export NN_METER_HOME="$out/home"
+export NN_METER_WORKER="$out/bin/nn-meter-worker"
+repeats="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["protocol"]["repeats"])' "$out/evaluate/results.json")"
+mkdir -p "$out/score"
+for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
+  label="${arg%%=*}"
+  predictor="${arg#*=}"
+  for cal in calibration_models more_calibration_models calibration_models72; do
+    dir="$out/score/${label}_$cal"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    # The journal only: evaluate converts what it measures, and nothing journaled is measured again.
+    cp "$out/evaluate/journal.jsonl" "$dir/"
+    before=$(wc -l < "$dir/journal.jsonl")
+    "$nnm" evaluate --predictor "$predictor" --onnx "$out/models" --calibrate-on "$out/$cal" --repeats "$repeats" \
+      --work-dir "$dir" > "$dir.txt"
+    after=$(wc -l < "$dir/journal.jsonl")
+    [ "$before" = "$after" ] || { echo "scoring $label on $cal measured $((after - before)) repeats again" >&2; exit 1; }
+    echo "== $label, term fitted on $cal"
+    grep -E "models scored|repeatability|composition fitted|plain sum" "$dir.txt"
+  done
+  python3 "$here/composition_kernel_types.py" "$out/score/${label}_calibration_models72/results.json" > "$out/forms_$label.txt"
+done
