@@ -46,16 +46,21 @@ std::string CompositionModel::describe() const {
 }
 
 std::string CompositionModel::describe_fit() const {
-  const Json fit = calibration.value("fit", Json::object());
-  const std::string method = fit.is_object() ? fit.value("method", std::string()) : std::string();
-  if (method == "least_squares") return "least squares";
-  if (method != "huber") return "";
-  std::vector<std::string> down;
-  for (const auto& d : fit.value("down_weighted", Json::array()))
-    if (d.is_object()) down.push_back(fmt::format("{} ({:.2f})", d.value("model", std::string("?")), d.value("weight", 0.0)));
-  if (down.empty()) return "Huber's weights, no network down-weighted";
-  return fmt::format("Huber's weights, {} of {} networks down-weighted: {}", down.size(), fit.value("networks", 0),
-                     fmt::join(down, ", "));
+  // calibration is a record, not part of the term: a hand-edited one must not break a prediction's report.
+  try {
+    const Json fit = calibration.value("fit", Json::object());
+    const std::string method = fit.value("method", std::string());
+    if (method == "least_squares") return "least squares";
+    if (method != "huber") return "";
+    std::vector<std::string> down;
+    for (const auto& d : fit.value("down_weighted", Json::array()))
+      down.push_back(fmt::format("{} ({:.2f})", d.value("model", std::string("?")), d.value("weight", 0.0)));
+    if (down.empty()) return "Huber's weights, no network down-weighted";
+    return fmt::format("Huber's weights, {} of {} networks down-weighted: {}", down.size(), fit.value("networks", 0),
+                       fmt::join(down, ", "));
+  } catch (const Json::exception&) {
+    return "";
+  }
 }
 
 Json CompositionModel::to_json() const {
