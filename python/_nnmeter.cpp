@@ -476,9 +476,10 @@ PYBIND11_MODULE(_nnmeter, m) {
       "evaluate",
       [](const std::string& predictor, const std::string& version, const std::string& backend, const std::string& config,
          const std::vector<fs::path>& onnx, const fs::path& work_dir, double timeout_s, uint64_t seed, bool progress,
-         bool kernels, const std::vector<fs::path>& calibrate_on, const std::string& home) {
+         bool kernels, std::optional<int> kernel_repeats, const std::vector<fs::path>& calibrate_on, const std::string& home) {
         EvaluateSettings s = evaluate_settings(predictor, version, backend, config, onnx, work_dir, timeout_s, seed, progress);
         s.kernels = kernels;
+        s.kernel_repeats = kernel_repeats;
         s.calibrate_on = calibrate_on;
         py::gil_scoped_release unlocked;
         const EvaluateReport report = evaluate(registry_at(home), s);
@@ -486,7 +487,7 @@ PYBIND11_MODULE(_nnmeter, m) {
       },
       py::arg("predictor"), py::arg("version"), py::arg("backend"), py::arg("config"), py::arg("onnx"),
       py::arg("work_dir"), py::arg("timeout"), py::arg("seed"), py::arg("progress"), py::arg("kernels"),
-      py::arg("calibrate_on"), py::arg("home") = "");
+      py::arg("kernel_repeats"), py::arg("calibrate_on"), py::arg("home") = "");
   m.def(
       "calibrate",
       [](const std::string& predictor, const std::string& version, const std::string& backend, const std::string& config,

@@ -34,6 +34,9 @@ struct EvaluateSettings {
   // samples (the predictor kernel's model for that config), to split each model's error into what the
   // kernel predictors miss and what summing kernels measured alone misses (composition).
   bool kernels = false;
+  // Independent repeats of each kernel measured alone; none: the REPEATS the predictor's samples were measured
+  // with (a kernel is then measured as its training samples were; models take REPEATS of backend_config).
+  std::optional<int> kernel_repeats;
   // Networks measured in the same shuffled order as `onnx` (one journal, one level of the machine), on which the
   // composition term is fitted as calibrate fits it; the models of `onnx` are then predicted with that term
   // instead of the predictor folder's, and it is written to work_dir/composition.json. They are not scored.
@@ -115,6 +118,7 @@ struct EvaluateReport {
   std::string predictor, backend;
   Json backend_config;  // resolved, protocol keys included
   MeasurementProtocol protocol;
+  int kernel_repeats = 0;  // how often each kernel measured alone (EvaluateSettings::kernels) is repeated
   std::vector<ModelEvaluation> models;
   AccuracySummary summary;
   std::map<std::string, AccuracySummary> by_family;

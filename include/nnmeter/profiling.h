@@ -21,6 +21,7 @@ struct ProfileJob {
   std::string id;
   fs::path model;                         // the ONNX file
   std::vector<fs::path> converted_files;  // already converted backend files, if any
+  int repeats = 0;                        // independent repeats; 0: the protocol's REPEATS
 };
 
 struct ProfileOutcome {

@@ -13,6 +13,7 @@ namespace nnmeter {
 enum class RepeatStatistic { min, median, mean };
 
 struct MeasurementProtocol {
+  static constexpr int kMaxRepeats = 100;
   int repeats = 5;
   RepeatStatistic statistic = RepeatStatistic::min;
   // A drift probe (fixed models measured by the same protocol) every this many measurements; 0: none.

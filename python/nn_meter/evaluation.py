@@ -21,21 +21,23 @@ def _measuring_args(predictor, onnx, predictor_version, backend, config, repeats
 
 
 def evaluate(predictor, onnx, *, predictor_version=None, backend=None, config=None, repeats=None,
-             work_dir="nn-meter-evaluate", report=None, kernels=False, calibrate_on=None, timeout=300, seed=1,
-             progress=None):
+             work_dir="nn-meter-evaluate", report=None, kernels=False, kernel_repeats=None, calibrate_on=None, timeout=300,
+             seed=1, progress=None):
     """Measures every model in `onnx` (a file, a folder of *.onnx, or a list of them) in REPEATS fresh processes,
     predicts it with `predictor` (a registered name or a predictor folder), and returns the report as a dict:
     "summary" (rmspe, within5, within10 and the measurement's "repeatability", the ceiling), "models" (per
     model: measured_ms, predicted_ms, error, repeats_ms, ...), "by_family", and "files" (the HTML report,
     results.json and results.csv). `config` overrides keys of the backend config the predictor was built with;
-    `kernels=True` also measures every detected kernel alone (kernels.csv). `calibrate_on` (networks as `onnx`
+    `kernels=True` also measures every detected kernel alone (kernels.csv), each in `kernel_repeats` repeats (default:
+    the REPEATS the predictor's samples were measured with). `calibrate_on` (networks as `onnx`
     takes them) are measured in the same shuffled order, the composition term is fitted on them as calibrate()
     fits it, and the models are predicted with that term ("composition", "calibration_models", and
     files["composition"]: the term, written into work_dir). Raises NNMeterError when no model could be both
     predicted and measured."""
     args = _measuring_args(predictor, onnx, predictor_version, backend, config, repeats, work_dir)
     text, html = _nnmeter.evaluate(*args, float(timeout), int(seed), progress_wanted() if progress is None else progress,
-                                   bool(kernels), _paths(calibrate_on) if calibrate_on else [], registry_home())
+                                   bool(kernels), None if kernel_repeats is None else int(kernel_repeats),
+                                   _paths(calibrate_on) if calibrate_on else [], registry_home())
     result = loads(text)
     work = args[-1]
     page = os.path.abspath(os.fspath(report)) if report else os.path.join(work, "report.html")

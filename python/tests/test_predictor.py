@@ -225,3 +225,11 @@ def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, m
     wide = calibrated["models"][0]
     assert wide["predicted_ms"] == pytest.approx(wide["kernels_ms"] * np.exp(term["c0"]), rel=1e-9)
     assert not (folder / "composition.json").exists()
+
+    # kernels=True measures each detected kernel alone too, in kernel_repeats repeats (the models keep `repeats`).
+    split = nn_meter.evaluate("tiny", models / "wide.onnx", repeats=2, kernels=True, kernel_repeats=1,
+                              work_dir=tmp_path / "k", progress=False)
+    assert split["kernel_repeats"] == 1 and split["kernels"]
+    assert all(len(k["repeats_ms"]) == 1 for k in split["kernels"])
+    assert len(split["models"][0]["repeats_ms"]) == 2
+    assert split["files"]["kernels_csv"] == str(tmp_path / "k" / "kernels.csv")

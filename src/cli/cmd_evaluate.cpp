@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <optional>
 
 #include "cli/cli.h"
 #include "cli/output.h"
@@ -19,6 +20,7 @@ struct EvaluateArgs {
   std::string predictor, version, backend, config, work_dir = "nn-meter-evaluate", report;
   std::vector<std::string> onnx, calibrate_on;
   int repeats = 0;
+  std::optional<int> kernel_repeats;
   double timeout_s = 300;
   uint64_t seed = 1;
   bool kernels = false;
@@ -42,6 +44,7 @@ EvaluateSettings settings_from(Context& ctx, const EvaluateArgs& a) {
   s.progress = !ctx.json;
   s.seed = a.seed;
   s.kernels = a.kernels;
+  s.kernel_repeats = a.kernel_repeats;
   return s;
 }
 
@@ -113,6 +116,9 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
   cmd->add_flag("--kernels", a->kernels,
                 "also measure every kernel the predictor detects, alone, to split each model's error into the kernel "
                 "predictors' and the composition's (kernels.csv)");
+  cmd->add_option("--kernel-repeats", a->kernel_repeats,
+                  "independent repeats per kernel with --kernels; default: the REPEATS the predictor's samples were "
+                  "measured with");
   cmd->add_option("--calibrate-on", a->calibrate_on,
                   "ONNX networks (files or folders; repeatable) measured in the same shuffled order as --onnx, on which "
                   "the composition term is fitted as calibrate does; the --onnx models are predicted with it, and it is "

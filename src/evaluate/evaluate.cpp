@@ -184,6 +184,23 @@ void split_by_kernels(EvaluateReport& report) {
   }
 }
 
+// A kernel is measured as the predictor's samples were, unless told otherwise: the sum over a model's kernels
+// averages their independent errors, so they need fewer repeats than the model they are compared with.
+int kernel_repeats(const EvaluateSettings& settings, const PredictorInfo& built_for, const BackendInfo& backend,
+                   const MeasurementProtocol& models) {
+  if (const auto given = settings.kernel_repeats) {
+    if (!settings.kernels)
+      throw Error("--kernel-repeats is for the kernels measured alone: give --kernels too, or drop it");
+    if (*given < 1 || *given > MeasurementProtocol::kMaxRepeats)
+      throw Error(fmt::format("--kernel-repeats must be 1 to {}, got {}", MeasurementProtocol::kMaxRepeats, *given));
+    return *given;
+  }
+  // A predictor that records no REPEATS (built before the protocol, or written by hand) says nothing about it.
+  const Json& built = built_for.backend_config;
+  if (built_for.backend != backend.name || !built.is_object() || !built.contains("REPEATS")) return models.repeats;
+  return MeasurementProtocol::from_config(built, "the predictor's backend config").repeats;
+}
+
 }  // namespace
 
 EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settings) {
@@ -215,6 +232,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
   for (const auto& [key, value] : settings.backend_config.items()) config[key] = value;
   report.backend_config = resolve_backend_config(backend.params, config, "evaluate's backend config");
   report.protocol = MeasurementProtocol::from_config(report.backend_config);
+  report.kernel_repeats = kernel_repeats(settings, built_for, backend, report.protocol);
 
   // Predict first: it takes milliseconds, and a model that cannot be predicted is not worth measuring.
   std::vector<ProfileJob> jobs;
@@ -262,7 +280,8 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
   std::map<std::string, KernelSuite> suites;
   for (auto& [kid, k] : report.kernels) {
     try {
-      jobs.push_back(ProfileJob{kid, kernel_model(registry, settings.work_dir / "kernels", k, suites), {}});
+      jobs.push_back(ProfileJob{kid, kernel_model(registry, settings.work_dir / "kernels", k, suites), {},
+                                report.kernel_repeats});
     } catch (const std::exception& e) {
       k.error = fmt::format("no model for this kernel: {}", e.what());
       spdlog::warn("{} {}: {}", k.kernel, k.config.dump(), k.error);
@@ -407,6 +426,7 @@ Json EvaluateReport::to_json() const {
     }
     for (const auto& [name, t] : by_kernel_type) types[name] = t.to_json();
     out["kernels"] = std::move(list);
+    out["kernel_repeats"] = kernel_repeats;
     out["by_kernel_type"] = std::move(types);
   }
   return out;
@@ -482,7 +502,8 @@ std::string EvaluateReport::to_table() const {
                        100 * kernel_sum_summary->mean_error);
   if (kernels.empty()) return out;
 
-  out += fmt::format("\nWhere the error comes from (every kernel also measured alone, {} distinct):\n", kernels.size());
+  out += fmt::format("\nWhere the error comes from (every kernel also measured alone, {} distinct, {} repeats each):\n",
+                     kernels.size(), kernel_repeats);
   out += fmt::format("{:<34} {:>10} {:>10} {:>12}\n", "model", "prediction", "predictors", "composition");
   double predictor_sum = 0, composition_sum = 0;
   size_t split_models = 0;

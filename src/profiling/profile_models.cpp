@@ -159,11 +159,12 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     const ProfileJob* job;
     int repeat;
   };
+  auto repeats_of = [&protocol](const ProfileJob& job) { return job.repeats > 0 ? job.repeats : protocol.repeats; };
   std::vector<Item> pending;
   size_t total = 0;
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs)
-      for (int r = 0; r < protocol.repeats; ++r, ++total)
+      for (int r = 0; r < repeats_of(job); ++r, ++total)
         if (!journals[b]->records().count(Journal::key(job.id, r))) pending.push_back({b, &job, r});
   Rng(options.seed).shuffle(pending);
   if (pending.size() < total)
@@ -237,7 +238,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       // Later repeats reuse the files an earlier repeat converted.
       std::vector<fs::path> files = item.job->converted_files;
       if (files.empty())
-        for (int r = 0; r < protocol.repeats && files.empty(); ++r)
+        for (int r = 0; r < repeats_of(*item.job) && files.empty(); ++r)
           if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
             files = reusable_files(it->second);
       Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
@@ -245,7 +246,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       record["repeat"] = item.repeat;
       journal.append(record);
       if (!record["ok"].get<bool>()) {
-        append_error_log(batch.error_log, item.job->id + (protocol.repeats > 1 ? fmt::format(" (repeat {})", item.repeat) : ""),
+        append_error_log(batch.error_log, item.job->id + (repeats_of(*item.job) > 1 ? fmt::format(" (repeat {})", item.repeat) : ""),
                          record["error"].get<std::string>());
         spdlog::debug("{} {}: failed: {}", options.label, item.job->id, record["error"].get<std::string>());
       }
@@ -258,7 +259,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs) {
       std::vector<Json> records;
-      for (int r = 0; r < protocol.repeats; ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
+      for (int r = 0; r < repeats_of(job); ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
       out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
     }
   return out;

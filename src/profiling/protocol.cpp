@@ -10,7 +10,6 @@ namespace nnmeter {
 
 namespace {
 
-constexpr int kMaxRepeats = 100;
 constexpr int kMaxProbeEvery = 1000000;
 
 }  // namespace
@@ -21,7 +20,7 @@ const std::vector<BackendParam>& protocol_params() {
       {"REPEATS", T::Int, 5,
        "Independent repeats of every measurement, each in a fresh worker process (the latency level is set per "
        "process; one process's rounds agree with each other but not with the next process)",
-       1, kMaxRepeats},
+       1, MeasurementProtocol::kMaxRepeats},
       {"REPEAT_STATISTIC", T::String, "min",
        "The latency recorded from the repeats: min, median or mean (the minimum repeats best between runs)",
        std::nullopt, std::nullopt},
@@ -72,7 +71,7 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
       throw Error(fmt::format("{}: {} must be an integer from {} to {}, got {}", where, key, lo, hi, v.dump()));
     return v.get<int>();
   };
-  p.repeats = integer("REPEATS", p.repeats, 1, kMaxRepeats);
+  p.repeats = integer("REPEATS", p.repeats, 1, MeasurementProtocol::kMaxRepeats);
   p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, kMaxProbeEvery);
   if (config.contains("HUGE_PAGES") && !config["HUGE_PAGES"].is_null()) {
     if (!config["HUGE_PAGES"].is_boolean())

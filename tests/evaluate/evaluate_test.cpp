@@ -162,8 +162,57 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
   EXPECT_TRUE(contains(again.out, "Where the error comes from (every kernel also measured alone, " + std::to_string(n) +
-                                      " distinct)")) << again.out;
+                                      " distinct, 2 repeats each)")) << again.out;
   EXPECT_TRUE(contains(again.out, "mean over 1 models: kernel predictors ")) << again.out;
+
+  // More kernel repeats than model repeats: only each kernel's third repeat is measured, the models keep theirs.
+  const CliResult more = run({"--kernel-repeats", "3", "--json"});
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1) + n);
+  const Json three = Json::parse(more.out);
+  EXPECT_EQ(three["kernel_repeats"], 3);
+  EXPECT_EQ(three["protocol"]["repeats"], 2);
+  EXPECT_EQ(three["models"][0]["repeats_ms"].size(), 2u);
+  for (const Json& k : three["kernels"]) EXPECT_EQ(k["repeats_ms"].size(), 3u) << k.dump();
+}
+
+// Without --kernel-repeats a kernel is measured as the predictor's samples were: the REPEATS its file records,
+// whatever --repeats says for the models. Out of range is refused before anything is measured.
+TEST_F(EvaluateCli, KernelsAreMeasuredWithTheRepeatsOfThePredictorsSamples) {
+  const fs::path recorded = work / "recorded";
+  fs::copy(predictor(), recorded, fs::copy_options::recursive);
+  Json description = io::load_json_file(recorded / "predictor.json");
+  description["backend"]["config"] = {{"REPEATS", 3}};
+  io::save_json_file(recorded / "predictor.json", description);
+  const fs::path one = work / "one";
+  fs::create_directories(one);
+  fs::copy_file(models() / "mobilenet_v2_r32_w1.0.onnx", one / "m.onnx");
+  const auto run = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"evaluate", "--predictor", recorded.string(), "--onnx", one.string(), "--config",
+                                     quick().string(), "--work-dir", (work / "r").string(), "--repeats", "1", "--kernels",
+                                     "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  };
+  for (const std::string bad : {"0", "101", "x"}) {
+    const CliResult r = run({"--kernel-repeats", bad});
+    EXPECT_NE(r.exit_code, 0) << bad;
+    EXPECT_TRUE(contains(r.err, "--kernel-repeats")) << r.err;
+    EXPECT_FALSE(fs::exists(work / "r" / "journal.jsonl")) << bad;
+  }
+  const CliResult alone = run_cli({"evaluate", "--predictor", recorded.string(), "--onnx", one.string(), "--work-dir",
+                                   (work / "r").string(), "--kernel-repeats", "2"},
+                                  home());
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_TRUE(contains(alone.err, "--kernel-repeats is for the kernels measured alone: give --kernels too")) << alone.err;
+  EXPECT_FALSE(fs::exists(work / "r" / "journal.jsonl"));
+  const CliResult r = run({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  EXPECT_EQ(doc["kernel_repeats"], 3);
+  EXPECT_EQ(doc["models"][0]["repeats_ms"].size(), 1u);
+  ASSERT_FALSE(doc["kernels"].empty());
+  for (const Json& k : doc["kernels"]) EXPECT_EQ(k["repeats_ms"].size(), 3u) << k.dump();
 }
 
 // calibrate measures like evaluate (one journal, nothing measured twice), fits the composition term and writes it
