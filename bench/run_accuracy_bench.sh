@@ -22,15 +22,16 @@
 #        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
 build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/null
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_bench
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 backend="${BACKEND:-onednn_cpu}"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend "$backend" >/dev/null

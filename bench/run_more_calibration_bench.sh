@@ -13,6 +13,7 @@
 # Usage: [BACKEND=onednn_cpu] [REPEATS=10] [MORE_REPEATS=20] bench/run_more_calibration_bench.sh OUT build-dir \
 #          LABEL=PREDICTOR [LABEL=PREDICTOR ...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$(realpath -m "${1:?output folder}")"
 build="$(realpath "${2:?build directory}")"
@@ -21,11 +22,11 @@ shift 2
 repeats="${REPEATS:-10}"
 more="${MORE_REPEATS:-20}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker prediction_bench >/dev/null
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_bench
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
 [ -d "$out/cal23" ] || "$out/bin/prediction_bench" calibration-models "$out/cal23" >/dev/null
 [ -d "$out/cal49" ] || "$out/bin/prediction_bench" more-calibration-models "$out/cal49" >/dev/null
@@ -53,16 +54,9 @@ for arg in "$@"; do
   predictor="${arg#*=}"
   for r in "$repeats" "$more"; do
     for cal in cal23 cal49 cal72; do
-      dir="$out/score/${label}_${r}_$cal"
-      rm -rf "$dir"
-      copy_work "$out/evaluate$r" "$dir"
-      before=$(wc -l < "$dir/journal.jsonl")
-      "$nnm" evaluate --predictor "$predictor" --onnx "$out/models" --calibrate-on "$out/$cal" --repeats "$r" \
-        --work-dir "$dir" > "$dir.txt"
-      after=$(wc -l < "$dir/journal.jsonl")
-      [ "$before" = "$after" ] || { echo "scoring $label on $cal measured $((after - before)) repeats again" >&2; exit 1; }
       echo "== $label, $r repeats, term fitted on $cal"
-      grep -E "models scored|repeatability|composition fitted|plain sum" "$dir.txt"
+      "$here/score_on_journal.sh" "$nnm" "$out/evaluate$r" "$out/score/${label}_${r}_$cal" "$predictor" "$out/models" \
+        "$out/$cal" "$r"
     done
     python3 "$here/composition_kernel_types.py" "$out/score/${label}_${r}"_cal{23,49,72}/results.json > "$out/forms_${label}_$r.txt"
   done

@@ -8,16 +8,17 @@
 # Results: OUT/evaluate.txt, OUT/evaluate/{results.json,kernels.csv}, OUT/oracle.txt.
 # Usage: [REPEATS=20] bench/run_oracle_bench.sh PREDICTOR_FOLDER [OUT] [build-dir]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/.."
 predictor="$(realpath "${1:?a predictor folder, e.g. the ws/predictor_build/predictor of bench/run_accuracy_bench.sh}")"
 out="$(realpath -m "${2:-oracle-bench-output}")"
 build="${3:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/null
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_bench
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$out/bin/nn-meter" evaluate --predictor "$predictor" \
   --onnx "$out/models" --kernels --repeats "${REPEATS:-20}" --work-dir "$out/evaluate" --report "$out/report.html" |

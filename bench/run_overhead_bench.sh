@@ -8,15 +8,16 @@
 # Nothing else may run on the machine meanwhile. bench/RESULTS-main-job.md quotes one run.
 # Usage: bench/run_overhead_bench.sh OUT [build-dir]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_overhead_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
 rounds="${ROUNDS:-20}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter backend_export_zoo >/dev/null
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/backend_export_zoo" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/backend_export_zoo
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 nnm="$out/bin/nn-meter"
 kernels=(conv-bn-relu dwconv-bn-relu fc maxpool avgpool global-avgpool se hswish relu add bnrelu concat)
 # The sampled configs name their models by absolute path: the workspace is sampled in place, the copies

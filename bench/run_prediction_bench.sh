@@ -7,16 +7,18 @@
 # against samples on a fresh profiled set); bench/RESULTS-prediction.md and RESULTS-builder.md quote one run.
 # Usage: bench/run_prediction_bench.sh [OUT] [build-dir]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-prediction-bench-output}")"
 build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench prediction_oracle builder_bench
 mkdir -p "$out/bin"
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/prediction_bench" "$build/bench/prediction_oracle" "$build/bench/builder_bench" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_bench bench/prediction_oracle bench/builder_bench
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu
 cat > "$ws/configs/backend_config.yaml" <<'YAML'

@@ -10,6 +10,7 @@
 # Usage: bench/run_prior_rows_bench.sh ACCURACY_OUT [build-dir]
 #   env: PRIOR_ROWS (default 0.3), ALIGNED_CHANNELS (default 0), SEED (default 1), KERNELS_EVAL
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 base="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh}")"
 build="${2:-build}"
@@ -21,10 +22,11 @@ out="$base/prior_rows_$share"
 [ "$seed" = 1 ] || out="${out}_seed_$seed"
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 mkdir -p "$out"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$out/"
+freeze_binaries "$build" "$out" nn-meter nn-meter-worker
 nnm="$out/nn-meter"
 export NN_METER_HOME="$base/home"
 export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
 cp "$base/ws/configs/backend_config.yaml" "$ws/configs/backend_config.yaml"

@@ -12,6 +12,7 @@
 #        [RESOLUTIONS="128, 160, 192, 224"] [AGAIN=0] [EVAL_REPEATS=5 or the baseline's]
 #        bench/run_real_layers_bench.sh BASELINE_OUT [OUT]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 base="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh with CALIBRATE=1}")"
 out="$(realpath -m "${2:-$base/real_layers}")"
@@ -19,6 +20,7 @@ out="$(realpath -m "${2:-$base/real_layers}")"
 nnm="$base/bin/nn-meter"
 export NN_METER_HOME="$base/home"
 export NN_METER_WORKER="$base/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 mkdir -p "$out"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null

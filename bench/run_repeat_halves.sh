@@ -6,11 +6,13 @@
 # Results: OUT/halves/{first,second}.txt next to OUT/evaluate.txt (the 10-repeat score).
 # Usage: bench/run_repeat_halves.sh OUT
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 out="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh run with CALIBRATE=1 EVAL_REPEATS=10}")"
 [ -f "$out/evaluate/composition.json" ] || { echo "$out has no --calibrate-on evaluation: run it with CALIBRATE=1" >&2; exit 1; }
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 mkdir -p "$out/halves"
 for half in first second; do
   dir="$out/halves/$half"

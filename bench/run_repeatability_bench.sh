@@ -8,17 +8,18 @@
 #   build/bench/repeatability_bench compare OUT/run_A.json OUT/run_B.json
 # Each run resumes after an interruption. bench/RESULTS-repeatability.md quotes one pair of runs.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_repeatability_bench.sh OUT A|B [build-dir]}")"
 run="${2:?usage: run_repeatability_bench.sh OUT A|B [build-dir]}"
 build="${3:-build}"
 repeats="${REPEATS:-6}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter repeatability_bench prediction_bench >/dev/null
-mkdir -p "$out/bin"
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-cp "$build/nn-meter" "$build/nn-meter-worker" "$build/bench/repeatability_bench" "$build/bench/prediction_bench" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/repeatability_bench bench/prediction_bench
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 if [ ! -d "$out/kernels" ]; then
   ws="$out/ws"
   "$out/bin/nn-meter" create --workspace "$ws" --backend onednn_cpu >/dev/null

@@ -7,6 +7,7 @@
 # Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json), OUT/forms_<label>.txt.
 # Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$(realpath "${1:?the output folder of CALIBRATE=72 bench/run_accuracy_bench.sh}")"
 shift
@@ -15,24 +16,16 @@ shift
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 repeats="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["protocol"]["repeats"])' "$out/evaluate/results.json")"
 mkdir -p "$out/score"
 for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
   label="${arg%%=*}"
   predictor="${arg#*=}"
   for cal in calibration_models more_calibration_models calibration_models72; do
-    dir="$out/score/${label}_$cal"
-    rm -rf "$dir"
-    mkdir -p "$dir"
-    # The journal only: evaluate converts what it measures, and nothing journaled is measured again.
-    cp "$out/evaluate/journal.jsonl" "$dir/"
-    before=$(wc -l < "$dir/journal.jsonl")
-    "$nnm" evaluate --predictor "$predictor" --onnx "$out/models" --calibrate-on "$out/$cal" --repeats "$repeats" \
-      --work-dir "$dir" > "$dir.txt"
-    after=$(wc -l < "$dir/journal.jsonl")
-    [ "$before" = "$after" ] || { echo "scoring $label on $cal measured $((after - before)) repeats again" >&2; exit 1; }
     echo "== $label, term fitted on $cal"
-    grep -E "models scored|repeatability|composition fitted|plain sum" "$dir.txt"
+    "$here/score_on_journal.sh" "$nnm" "$out/evaluate" "$out/score/${label}_$cal" "$predictor" "$out/models" \
+      "$out/$cal" "$repeats"
   done
   python3 "$here/composition_kernel_types.py" "$out/score/${label}_calibration_models72/results.json" > "$out/forms_$label.txt"
 done

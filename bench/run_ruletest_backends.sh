@@ -4,14 +4,15 @@
 # machine. Prints the rule table with one column per backend, rules that differ marked.
 # Usage: bench/run_ruletest_backends.sh OUT BUILD_DIR BACKEND [BACKEND ...]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "$1")"
 build="$2"
 shift 2
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 for backend in "$@"; do
   ws="$out/ws-$backend"
   [ -d "$ws/configs" ] || "$out/bin/nn-meter" create --workspace "$ws" --backend "$backend" >/dev/null

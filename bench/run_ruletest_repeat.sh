@@ -4,14 +4,15 @@
 # side by side (bench/RESULTS-accuracy.md quotes one).
 # Usage: bench/run_ruletest_repeat.sh [OUT] [build-dir]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-ruletest-repeat-output}")"
 build="${2:-build}"
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
-mkdir -p "$out/bin"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$out/bin/"
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 for run in 1 2 3; do
   ws="$out/ws$run"
   [ -d "$ws/configs" ] || "$out/bin/nn-meter" create --workspace "$ws" --backend onednn_cpu >/dev/null

@@ -12,6 +12,7 @@
 # OUT/prior_only/build.log, OUT/overlap.txt, OUT/split/{evaluate_with,evaluate_prior}.txt.
 # Usage: [BACKEND=onednn_cpu] [SEED=1] bench/run_sample_models_bench.sh OUT
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
 out="$(realpath "${1:?the output folder of SAMPLE_MODELS=1 CALIBRATE=1 bench/run_accuracy_bench.sh}")"
 grep -q '^SAMPLE_MODELS:' "$out/ws/configs/predictorbuild_config.yaml" ||
@@ -20,6 +21,7 @@ grep -q '^SAMPLE_MODELS:' "$out/ws/configs/predictorbuild_config.yaml" ||
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 backend="${BACKEND:-onednn_cpu}"
 dir="$out/prior_only"
 rm -rf "$dir"

@@ -10,6 +10,7 @@
 # that differ only in these additions: none, swish, shuffle, both. Nothing is measured twice.
 # Usage: bench/run_swish_shuffle_bench.sh ACCURACY_OUT [build-dir]   env: VARIANT (default prior_rows_0.3), SEED
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 base="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh}")"
 build="${2:-build}"
@@ -19,10 +20,11 @@ out="$base/swish_shuffle_seed_$seed"
 [ -d "$variant/predictor" ] || { echo "no predictor in $variant: run bench/run_prior_rows_bench.sh first" >&2; exit 1; }
 cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 mkdir -p "$out"
-cp "$build/nn-meter" "$build/nn-meter-worker" "$out/"
+freeze_binaries "$build" "$out" nn-meter nn-meter-worker
 nnm="$out/nn-meter"
 export NN_METER_HOME="$base/home"
 export NN_METER_WORKER="$out/nn-meter-worker"
+use_frozen "$(dirname "$NN_METER_WORKER")"
 ws="$out/ws"
 [ -d "$ws/configs" ] || "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
 cp "$base/ws/configs/backend_config.yaml" "$ws/configs/backend_config.yaml"

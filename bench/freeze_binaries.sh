@@ -1,0 +1,17 @@
+# Sourced by the bench scripts. A run copies the programs it uses into its output folder, so that later scripts
+# (rescoring, halves, resumes) run the very code that measured; the copies must load the library they were built
+# with too, or a rebuild in between pairs old programs with a new libnnmeter (a C++ ABI of 0.x: crashes).
+# freeze_binaries BUILD_DIR DEST PROGRAM...: copy PROGRAMs (paths under BUILD_DIR) and libnnmeter into DEST.
+# use_frozen DIR: load libnnmeter from DIR first (LD_LIBRARY_PATH precedes the build tree's RUNPATH; workers
+# inherit it). Output folders made before the library was copied fall back to the build tree, as before.
+freeze_binaries() {
+  local build="$1" dest="$2"
+  shift 2
+  mkdir -p "$dest"
+  local program
+  for program in "$@"; do cp "$build/$program" "$dest/"; done
+  cp -P "$build"/libnnmeter.so* "$dest/"
+}
+use_frozen() {
+  export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
