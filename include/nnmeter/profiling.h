@@ -78,15 +78,17 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
                                                                    const ProfilerOptions& options);
 
 // Slow drift of the device over a run, from a probe journal: per probe, each measurement relative to the
-// probe's first one.
+// median of the probe's first three (one measurement is one process's level, which may be far off).
 struct DriftSeries {
   std::string probe;
   std::vector<double> minutes;  // since the probe's first measurement
-  std::vector<double> ratio;    // latency / first latency
+  std::vector<double> ratio;    // latency / the median of the first three latencies
   double span_minutes() const { return minutes.empty() ? 0 : minutes.back(); }
+  double end_ratio() const;     // the median of the last three ratios: where the run ended
 };
 std::vector<DriftSeries> read_drift(const fs::path& probe_journal);
-// "conv 3x3: +2.1% after 42 min (range -1.0%..+3.4%)", one line per probe; "" when there is nothing.
+// "conv 3x3: +2.1% after 42 min (5 measurements, range -1.0%..+3.4%)" (the end against the start, each the median of
+// three measurements), one line per probe; "" when there is nothing.
 std::string describe_drift(const std::vector<DriftSeries>& drift);
 
 // The worker side, run by `nn-meter-worker profile-worker`: reads requests on stdin, answers on `result_fd`.

@@ -425,7 +425,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   }
 
   if (const std::string drift = describe_drift(read_drift(results_dir() / "drift_probes.jsonl")); !drift.empty()) {
-    spdlog::info("Drift probes over the build (each measurement against the probe's first):");
+    spdlog::info("Drift probes over the build (the last three measurements against the first three, medians):");
     for (size_t start = 0; start < drift.size();) {
       const size_t end = drift.find('\n', start);
       spdlog::info("  {}", drift.substr(start, end - start));

@@ -219,5 +219,36 @@ TEST_F(ProfileModels, WorkersGetHugePagesUnlessTheConfigOrTheUserSaysOtherwise) 
   else ::unsetenv("GLIBC_TUNABLES");
 }
 
+// Drift is read against the median of a probe's first three measurements and reported at the median of its last
+// three: a first process 29 % slow, or one slow process at the end, does not make a steady device look drifted.
+TEST(Drift, OneOutlyingProbeMeasurementNeitherSetsTheReferenceNorTheEnd) {
+  TempDir tmp;
+  const fs::path journal = tmp / "drift_probes.jsonl";
+  std::string lines;
+  const std::vector<double> steady = {1.29, 1.00, 1.01, 0.99, 1.02, 1.00, 1.01, 1.30};  // ms, one a minute
+  for (size_t i = 0; i < steady.size(); ++i)
+    lines += Json{{"id", "dw"}, {"repeat", i}, {"ok", true}, {"median", steady[i]}, {"t", 1000.0 + 60.0 * i}}.dump() + "\n";
+  lines += Json{{"id", "dw"}, {"repeat", 8}, {"ok", false}, {"t", 2000.0}}.dump() + "\n";  // a failed probe: skipped
+  for (int i = 0; i < 4; ++i)  // a probe that drifts: 2.0 ms, then 2.2 ms for good
+    lines += Json{{"id", "conv"}, {"repeat", i}, {"ok", true}, {"median", i < 2 ? 2.0 : 2.2}, {"t", 1000.0 + 600.0 * i}}.dump() +
+             "\n";
+  test::write_text(journal, lines);
+
+  const std::vector<DriftSeries> drift = read_drift(journal);
+  ASSERT_EQ(drift.size(), 2u);
+  const DriftSeries& conv = drift[0];
+  const DriftSeries& dw = drift[1];
+  ASSERT_EQ(dw.probe, "dw");
+  ASSERT_EQ(dw.ratio.size(), steady.size());
+  EXPECT_NEAR(dw.ratio[1], 1.00 / 1.01, 1e-12);  // the reference: median(1.29, 1.00, 1.01)
+  EXPECT_NEAR(dw.end_ratio(), 1.01 / 1.01, 1e-12);  // median(1.00, 1.01, 1.30) / 1.01
+  EXPECT_DOUBLE_EQ(dw.span_minutes(), 7);
+  EXPECT_NEAR(conv.end_ratio(), 1.1, 1e-12);  // median(2.0, 2.2, 2.2) / median(2.0, 2.0, 2.2)
+  const std::string text = describe_drift(drift);
+  EXPECT_NE(text.find("conv: +10.0% after 30 min (4 measurements, range +0.0%..+10.0%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("dw: +0.0% after 7 min (8 measurements, range -2.0%..+28.7%)"), std::string::npos) << text;
+  EXPECT_TRUE(read_drift(tmp / "none.jsonl").empty());
+}
+
 }  // namespace
 }  // namespace nnmeter
