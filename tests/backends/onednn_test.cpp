@@ -469,6 +469,39 @@ TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
   EXPECT_EQ(engine.forward(in1)[0].data, want1);
 }
 
+// Timing every step on its own gives one time per step of the plan, in the plan's order, and computes the
+// same outputs; the plan names each step's tensor shapes, so a layer can be found again in another model.
+TEST(OneDnnProfiling, StepTimesFollowThePlanAndItsShapes) {
+  Builder b("net", 13, 9);
+  const auto x = b.input("x", {1, 16, 20, 20});
+  const auto model = one_output(b, b.maxpool(b.relu(b.conv_bn(b.relu(b.conv_bn(x, 32, 3)), 24, 1)), 2, 2));
+  Engine engine(load_graph(model, "net"), EngineOptions{1});
+  const auto in = inputs_for(model, 1);
+  Engine fresh(load_graph(model, "net"), EngineOptions{1});
+  const auto want = fresh.forward(in)[0].data;
+
+  engine.set_inputs(in);
+  std::vector<double> step_ms = {42.0};  // replaced, not appended to
+  for (const Pipeline p : {Pipeline::Profiling, Pipeline::Inference}) {
+    engine.execute_timed(p, step_ms);
+    const Json steps = engine.plan(p)["steps"];
+    ASSERT_EQ(step_ms.size(), steps.size()) << steps.dump(1);
+    for (const double ms : step_ms) EXPECT_GT(ms, 0.0);
+  }
+  EXPECT_EQ(engine.outputs()[0].data, want);
+
+  const Json steps = engine.plan(Pipeline::Profiling)["steps"];
+  ASSERT_EQ(steps.size(), 3u) << steps.dump(1);
+  EXPECT_EQ(steps[0]["primitive"], "convolution");
+  EXPECT_EQ(steps[0]["dims"]["src"], Json({1, 16, 20, 20}));
+  EXPECT_EQ(steps[0]["dims"]["weights"], Json({32, 16, 3, 3}));
+  EXPECT_EQ(steps[0]["dims"]["dst"], Json({1, 32, 20, 20}));
+  EXPECT_EQ(steps[1]["dims"]["weights"], Json({24, 32, 1, 1}));
+  EXPECT_EQ(steps[2]["primitive"], "pooling");
+  EXPECT_EQ(steps[2]["dims"]["dst"], Json({1, 24, 10, 10}));
+  EXPECT_FALSE(steps[2]["dims"].contains("weights"));
+}
+
 // A kernel model is timed as if it sat between two convs: an op that is not a conv gets its input in the
 // layout a conv writes (staged, untimed) and pays, timed, exactly the steps it costs between two convs of
 // a network — for a channel shuffle, whatever data movement the engine needs in that layout.

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -72,6 +73,18 @@ struct Engine::Impl final : Lowering {
     for (auto& s : steps)
       if (p == Pipeline::Inference || s.edge == Edge::None) s.prim.execute(strm, s.args);
     strm.wait();
+  }
+
+  void run_steps_timed(Pipeline p, std::vector<double>& step_ms) {
+    step_ms.clear();
+    using Clock = std::chrono::steady_clock;
+    for (auto& s : steps) {
+      if (p != Pipeline::Inference && s.edge != Edge::None) continue;
+      const auto start = Clock::now();
+      s.prim.execute(strm, s.args);
+      strm.wait();
+      step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
   }
 
   // The buffers a pipeline's first steps read from outside: for Profiling the staged copies the input
@@ -155,6 +168,12 @@ struct Engine::Impl final : Lowering {
   }
 
   void add_step(dnnl::primitive prim, std::unordered_map<int, memory> args, Json info) override {
+    // The tensor shapes in the plan let a step be matched with the same layer elsewhere (a kernel measured
+    // alone against its place in a network) without knowing the ONNX graph.
+    static const std::pair<int, const char*> kShown[] = {{DNNL_ARG_SRC, "src"},     {DNNL_ARG_SRC_1, "src_1"},
+                                                         {DNNL_ARG_WEIGHTS, "weights"}, {DNNL_ARG_DST, "dst"}};
+    for (const auto& [arg, name] : kShown)
+      if (const auto it = args.find(arg); it != args.end()) info["dims"][name] = it->second.get_desc().dims();
     steps.push_back({std::move(prim), std::move(args), std::move(info)});
   }
 
@@ -353,6 +372,12 @@ void Engine::execute(Pipeline pipeline) {
   omp_set_num_threads(std::max(1, impl_->opt.threads));
   if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
   impl_->run_steps(pipeline);
+}
+
+void Engine::execute_timed(Pipeline pipeline, std::vector<double>& step_ms) {
+  omp_set_num_threads(std::max(1, impl_->opt.threads));
+  if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
+  impl_->run_steps_timed(pipeline, step_ms);
 }
 
 void Engine::start_cold(Pipeline pipeline, size_t fill_bytes) {

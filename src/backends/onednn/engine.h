@@ -40,6 +40,10 @@ class Engine {
   // Runs the pipeline's primitives once and waits for completion. The profiler times exactly this
   // call with Pipeline::Profiling.
   void execute(Pipeline pipeline = Pipeline::Inference);
+  // execute() with every step timed on its own (the stream waited for after each): step_ms[i] is the
+  // time of plan(pipeline)["steps"][i]. How each layer costs inside the whole network, for comparing it
+  // with the same layer measured alone; the per-step waits make the sum slightly above execute()'s time.
+  void execute_timed(Pipeline pipeline, std::vector<double>& step_ms);
   // Puts the current inputs into the layouts their consumers read (the input edge reorders, run once).
   // execute(Pipeline::Profiling) does it on its own when the inputs changed since; calling it first
   // keeps that work out of the first timed run.
