@@ -117,12 +117,10 @@ def main():
             continue  # a run still going, or one that stopped early
         net = data[(model, base)]
         pool = collections.defaultdict(list)  # key -> [(alone ms per protocol)]
-        kernel_total = {p: 0.0 for p in protocols}
-        kernel_overhead = 0.0
+        kernel_total = kernel_overhead = 0.0
         for kid in uses[model]:
-            for p in protocols:
-                kernel_total[p] += data[(kid, p)]["total_ms"]
             k = data[(kid, base)]
+            kernel_total += k["total_ms"]
             kernel_overhead += k["total_ms"] - sum(s["ms"] for s in k["steps"])
             for i, s in enumerate(k["steps"]):
                 pool[key(s)].append({p: data[(kid, p)]["steps"][i]["ms"] for p in protocols} | {"kind": s["primitive"]})
@@ -148,19 +146,18 @@ def main():
                 by_traffic[bucket][p] += c[p]
             by_traffic[bucket]["net"] += s["ms"]
             by_traffic[bucket]["steps"] += 1
-        extra = sum(c[base] for cs in pool.values() for c in cs)
-        for cs in pool.values():
-            for c in cs:
+        extra = sum(c[base] for left in pool.values() for c in left)
+        for left in pool.values():
+            for c in left:
                 by_kind[c["kind"]]["extra"] += c[base]
         t = net["total_ms"]
         rows.append({
-            "model": model, "ms": t, "composition": pct(kernel_total[base], t),
+            "model": model, "ms": t, "composition": pct(kernel_total, t),
             "layers": 100 * (matched[base] - matched_net) / t, "extra": 100 * extra / t,
             "missing": -100 * missing / t, "kernel_overhead": 100 * kernel_overhead / t,
             "net_overhead": -100 * (t - sum(s["ms"] for s in net["steps"])) / t,
             "matched_share": 100 * matched_net / sum(s["ms"] for s in net["steps"]),
-            **{f"layers_{p}": pct(matched[p], matched_net) for p in protocols},
-            **{f"composition_{p}": pct(kernel_total[p], t) for p in protocols}})
+            **{f"layers_{p}": pct(matched[p], matched_net) for p in protocols}})
 
     if not rows:
         print(f"no network of {oracle_path} in {out} (its kernel uses are needed): only composition_cells.py "
