@@ -69,22 +69,19 @@ struct Engine::Impl final : Lowering {
   bool inputs_staged = false;          // the input edge reorders ran since the last set_inputs()
   std::vector<backends::ByteRange> footprint;    // every buffer a run touches, found once after compile()
 
-  void run_steps(Pipeline p) {
-    for (auto& s : steps)
-      if (p == Pipeline::Inference || s.edge == Edge::None) s.prim.execute(strm, s.args);
-    strm.wait();
-  }
-
-  void run_steps_timed(Pipeline p, std::vector<double>& step_ms) {
-    step_ms.clear();
+  // With `step_ms`, each step is waited for and timed on its own.
+  void run_steps(Pipeline p, std::vector<double>* step_ms = nullptr) {
     using Clock = std::chrono::steady_clock;
+    if (step_ms) step_ms->clear();
     for (auto& s : steps) {
       if (p != Pipeline::Inference && s.edge != Edge::None) continue;
-      const auto start = Clock::now();
+      const auto start = step_ms ? Clock::now() : Clock::time_point{};
       s.prim.execute(strm, s.args);
+      if (!step_ms) continue;
       strm.wait();
-      step_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+      step_ms->push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     }
+    strm.wait();
   }
 
   // The buffers a pipeline's first steps read from outside: for Profiling the staged copies the input
@@ -377,7 +374,7 @@ void Engine::execute(Pipeline pipeline) {
 void Engine::execute_timed(Pipeline pipeline, std::vector<double>& step_ms) {
   omp_set_num_threads(std::max(1, impl_->opt.threads));
   if (pipeline == Pipeline::Profiling && !impl_->inputs_staged) impl_->stage_inputs();
-  impl_->run_steps_timed(pipeline, step_ms);
+  impl_->run_steps(pipeline, &step_ms);
 }
 
 void Engine::start_cold(Pipeline pipeline, size_t fill_bytes) {
