@@ -8,4 +8,10 @@ build_dir="${1:-build}"
 shift || true
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build "$build_dir" -j "$(nproc)"
+if grep -q '^NNMETER_SANITIZE:BOOL=ON' "$build_dir/CMakeCache.txt"; then
+  # GCC 12's sanitizer runtime takes a dlopen'd library's thread-local block for a pre-2.25 glibc header when
+  # its address lands on one offset in a page (by chance, about once in some hundred plugin loads) and leak
+  # checking then dies at exit ("Tracer caught signal 11") with no leak found. glibc 2.36 has no such header.
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0"
+fi
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
