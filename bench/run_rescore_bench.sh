@@ -5,6 +5,8 @@
 # all 72 and scored on the 55, each from a copy of OUT/evaluate's journal (nothing measured again: checked); then
 # bench/composition_kernel_types.py refits the term by least squares and in its other forms on each.
 # Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json), OUT/forms_<label>.txt.
+# RESCORE_WITH=BUILD_DIR scores with that build's programs (frozen into OUT/bin-rescore) instead of the run's own,
+# into OUT/score-rescore (and OUT/forms-rescore_*.txt): a newer calibrate judged on the same measurement.
 # Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
@@ -13,19 +15,24 @@ out="$(realpath "${1:?the output folder of CALIBRATE=72 bench/run_accuracy_bench
 shift
 [ -d "$out/calibration_models72" ] && [ -f "$out/evaluate/results.json" ] ||
   { echo "$out is not a finished CALIBRATE=72 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
-nnm="$out/bin/nn-meter"
+bin="$out/bin" score="$out/score" forms="$out/forms"
+if [ -n "${RESCORE_WITH:-}" ]; then
+  bin="$out/bin-rescore" score="$out/score-rescore" forms="$out/forms-rescore"
+  freeze_binaries "$RESCORE_WITH" "$bin" nn-meter nn-meter-worker
+fi
+nnm="$bin/nn-meter"
 export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$out/bin/nn-meter-worker"
-use_frozen "$(dirname "$NN_METER_WORKER")"
+export NN_METER_WORKER="$bin/nn-meter-worker"
+use_frozen "$bin"
 repeats="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["protocol"]["repeats"])' "$out/evaluate/results.json")"
-mkdir -p "$out/score"
+mkdir -p "$score"
 for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
   label="${arg%%=*}"
   predictor="${arg#*=}"
   for cal in calibration_models more_calibration_models calibration_models72; do
     echo "== $label, term fitted on $cal"
-    "$here/score_on_journal.sh" "$nnm" "$out/evaluate" "$out/score/${label}_$cal" "$predictor" "$out/models" \
+    "$here/score_on_journal.sh" "$nnm" "$out/evaluate" "$score/${label}_$cal" "$predictor" "$out/models" \
       "$out/$cal" "$repeats"
   done
-  python3 "$here/composition_kernel_types.py" "$out/score/${label}_calibration_models72/results.json" > "$out/forms_$label.txt"
+  python3 "$here/composition_kernel_types.py" "$score/${label}_calibration_models72/results.json" > "${forms}_$label.txt"
 done

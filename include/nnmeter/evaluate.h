@@ -105,13 +105,20 @@ AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models
 
 // The composition term fitted on measured models: every form (every kernel scaled; fc unscaled) fitted, the
 // one whose term predicts each family held out better kept (with 3 or more families; otherwise every kernel
-// scaled). `composition.calibration` records the fit: models, backend, protocol, the scores and the forms.
+// scaled); then the neighbours' correction on top of it, kept only if it predicts each network held out better
+// than the term alone on both counts (as many within ±5 % or more, and a lower RMSPE). `composition.calibration` records the fit: models,
+// backend, protocol, the scores, the forms and the neighbours tried.
 struct CompositionFit {
   CompositionModel composition;
   AccuracySummary before, after;  // the same networks: Σ kernels, and with the fitted term (in sample)
   // Each family predicted by a term fitted on the other families only: what the term does for networks it was
   // not fitted on.
   std::optional<AccuracySummary> held_out_families;
+  // Each network predicted by a term fitted on the others, alone and with the neighbours' correction chosen
+  // (composition.neighbours; from 10 networks on), and each network's prediction with it: how the correction
+  // was chosen, and what it does for a network of a family it has seen at other sizes.
+  std::optional<AccuracySummary> network_out_term, network_out;
+  std::map<std::string, double> network_out_ms;
 };
 
 struct EvaluateReport {

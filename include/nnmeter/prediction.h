@@ -137,21 +137,50 @@ double model_footprint_mb(const ModelIr& ir);
 inline constexpr const char* kCompositionFile = "composition.json";  // in the predictor folder, optional
 
 // latency = Σ unscaled kernels + Σ other kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to
-// the calibrated range (the term never extrapolates). Unscaled kernels are predictor kernels whose time a
+// the calibrated range (the term never extrapolates), times the neighbours' correction when calibrate kept one. Unscaled kernels are predictor kernels whose time a
 // network does not change (calibrate keeps them only where networks of families it was not fitted on say so).
 // Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
 // predictor sums its kernels, as nn-Meter does.
+// The calibration networks most like a network correct what the term leaves: networks of one architecture
+// share how they run against their kernels beyond what their footprint says (fused ops the kernels count
+// apart, memory-bound layers slowed by the layers before them), and a network's mix of kernel types says
+// which architecture it resembles. A network is a point (the share of each predictor kernel in its Σ predicted
+// kernels, footprint_weight · ln footprint_mb); the correction is the median, or the inverse-distance mean,
+// of the residuals (measured / the term's prediction) of the k calibration networks nearest to it. Calibrate
+// chooses k, the weight and the statistic by predicting each calibration network from the others, and keeps
+// none (k = 0) unless that beats the term alone.
+struct CompositionNeighbour {
+  std::string model;
+  double footprint_mb = 0;
+  std::map<std::string, double> mix;  // predictor kernel → share of the network's Σ predicted kernels
+  double residual = 1;                // measured / predicted by the term
+};
+struct NeighbourCorrection {
+  enum class Statistic { Median, InverseDistance };
+  int k = 0;  // 0: no correction
+  double footprint_weight = 0;
+  Statistic statistic = Statistic::Median;
+  std::vector<CompositionNeighbour> networks;
+  // kernels_by_type: Σ predicted ms per predictor kernel of the network. 1 with k = 0.
+  double factor(const std::map<std::string, double>& kernels_by_type, double footprint_mb) const;
+};
+std::string to_string(NeighbourCorrection::Statistic s);  // "median" | "inverse_distance"
+// Each predictor kernel's share of Σ kernels_by_type (empty when that is 0).
+std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type);
+
 struct CompositionModel {
   double c0 = 0, c1 = 0;
   double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
   std::set<std::string> unscaled_kernels;  // predictor kernel names, e.g. "fc"
+  NeighbourCorrection neighbours;       // k = 0: none
   Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
   double factor(double footprint_mb) const;
-  // kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels.
+  // The term alone. kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels.
   double latency(double kernels_ms, double unscaled_ms, double footprint_mb) const {
     return unscaled_ms + (kernels_ms - unscaled_ms) * factor(footprint_mb);
   }
-  std::string describe() const;  // "x0.993 at 16.6 MB … x1.090 at 179 MB"
+  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][; the 7 nearest of 72 calibration networks (median)]"
+  std::string describe() const;
   // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
   std::string describe_fit() const;
   Json to_json() const;
@@ -193,11 +222,12 @@ struct UncoveredOp {
 
 struct ModelPrediction {
   std::string model;
-  double latency_ms = 0;   // unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor
+  double latency_ms = 0;   // (unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor) × neighbour_factor
   double kernels_ms = 0;   // sum of kernels[i].latency_ms
   double unscaled_ms = 0;  // of kernels_ms, what the composition's unscaled kernels take
   double footprint_mb = 0;  // model_footprint_mb
   double composition_factor = 1;  // 1 without a calibrated composition
+  double neighbour_factor = 1;     // the composition's neighbours' correction; 1 without one
   std::vector<KernelPrediction> kernels;
   std::vector<UncoveredOp> uncovered;
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share

@@ -58,7 +58,9 @@ def calibrate(predictor, onnx, *, predictor_version=None, backend=None, config=N
     """Measures the networks in `onnx` as evaluate() does and fits the predictor's composition term on them,
     written to the predictor folder's composition.json unless `dry_run`. Returns a dict: "composition" (the
     term), "kernel_sum" and "in_sample" (the networks scored before and after), "held_out_families" (each
-    family predicted by a term fitted on the others, with 3 or more families), "evaluation" and "file".
+    family predicted by a term fitted on the others, with 3 or more families), "network_out_term" and
+    "network_out" (from 10 networks on: each network predicted by a term fitted on the others, alone and with
+    the neighbours' correction when calibrate kept one — composition["neighbours"]), "evaluation" and "file".
     Evaluate the calibrated predictor on other networks than these."""
     args = _measuring_args(predictor, onnx, predictor_version, backend, config, repeats, work_dir)
     return loads(_nnmeter.calibrate(*args, float(timeout), int(seed), progress_wanted() if progress is None else progress,

@@ -81,6 +81,21 @@ def test_a_calibrated_folder_predicts_with_its_composition(registered, predictor
     assert detail["composition_factor"] == pytest.approx(np.exp(0.1), rel=1e-12)
     assert detail["unscaled_ms"] == 0  # no unscaled_kernels in the file: every kernel scaled
     assert detail["latency_ms"] == pytest.approx(plain["latency_ms"] * np.exp(0.1), rel=1e-12)
+    assert detail["neighbour_factor"] == 1
+    # A neighbours' correction (format 2): the nearest calibration network's residual multiplies the term's.
+    neighbour = lambda name, mix, residual: {"model": name, "footprint_mb": 10.0, "mix": mix, "residual": residual}
+    (folder / "composition.json").write_text(json.dumps(
+        {"format_version": 2, "c0": 0.1, "c1": 0.0, "footprint_mb_range": [1.0, 500.0],
+         "neighbours": {"k": 1, "footprint_weight": 0.0, "statistic": "median",
+                        "networks": [neighbour("convs", {"conv-bn-relu": 1.0}, 1.2),
+                                     neighbour("pools", {"global-avgpool": 1.0}, 0.7)]}}))
+    shares = {}
+    for k in plain["kernels"]:
+        shares[k["predictor_kernel"]] = shares.get(k["predictor_kernel"], 0) + k["latency_ms"] / plain["kernels_ms"]
+    nearest = 1.2 if (1 - shares.get("conv-bn-relu", 0)) ** 2 < (1 - shares.get("global-avgpool", 0)) ** 2 else 0.7
+    corrected = nn_meter.load_predictor_folder(str(folder)).predict_detail(model)
+    assert corrected["neighbour_factor"] == nearest
+    assert corrected["latency_ms"] == pytest.approx(plain["latency_ms"] * np.exp(0.1) * nearest, rel=1e-12)
     (folder / "composition.json").write_text("{")
     with pytest.raises(Exception, match="composition.json"):
         nn_meter.load_predictor_folder(str(folder))

@@ -90,7 +90,8 @@ double ModelEvaluation::kernels_ms_of(const std::set<std::string>& predictor_ker
 
 std::optional<double> ModelEvaluation::predicted_with(const CompositionModel& composition) const {
   if (!kernels_ms || !footprint_mb) return std::nullopt;
-  return composition.latency(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb);
+  return composition.latency(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb) *
+         composition.neighbours.factor(kernels_ms_by_type, *footprint_mb);
 }
 
 std::optional<double> ModelEvaluation::relative_error() const {
@@ -492,6 +493,9 @@ std::string EvaluateReport::to_table() const {
     if (const auto& h = calibration->held_out_families)
       out += fmt::format("; on each of their families held out it scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}%",
                          h->rmspe, 100 * h->within5, 100 * h->within10);
+    if (const auto& n = calibration->network_out)
+      out += fmt::format("; its neighbours' correction on each network held out: within ±5% {:.1f}% against {:.1f}% for the "
+                         "term alone", 100 * n->within5, 100 * calibration->network_out_term->within5);
     out += fmt::format("\nthe term is in {} (copy it into the predictor folder to keep it)\n", composition_file.string());
   }
   if (composition && kernel_sum_summary)

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "nnmeter/prediction.h"
 
@@ -38,10 +39,113 @@ double CompositionModel::factor(double footprint_mb) const {
   return std::exp(c0 + c1 * std::log(f));
 }
 
+std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type) {
+  double total = 0;
+  for (const auto& [kernel, ms] : kernels_by_type) total += ms;
+  std::map<std::string, double> mix;
+  if (total > 0)
+    for (const auto& [kernel, ms] : kernels_by_type) mix[kernel] = ms / total;
+  return mix;
+}
+
+std::string to_string(NeighbourCorrection::Statistic s) {
+  return s == NeighbourCorrection::Statistic::Median ? "median" : "inverse_distance";
+}
+
+namespace {
+
+// Missing kernels count as a share of 0 on either side.
+double mix_distance2(const std::map<std::string, double>& a, const std::map<std::string, double>& b) {
+  double d = 0;
+  for (const auto& [kernel, share] : a) {
+    const auto it = b.find(kernel);
+    const double diff = share - (it == b.end() ? 0.0 : it->second);
+    d += diff * diff;
+  }
+  for (const auto& [kernel, share] : b)
+    if (!a.count(kernel)) d += share * share;
+  return d;
+}
+
+NeighbourCorrection neighbours_from_json(const Json& j, const std::function<Error(const std::string&)>& bad) {
+  const auto it = j.find("neighbours");
+  if (it == j.end() || !it->is_object()) throw bad("format_version 2 needs a 'neighbours' object");
+  const Json& o = *it;
+  NeighbourCorrection c;
+  const auto k = o.find("k");
+  if (k == o.end() || !k->is_number_integer() || k->get<int64_t>() < 1) throw bad("'neighbours.k' must be an integer >= 1");
+  const auto w = o.find("footprint_weight");
+  if (w == o.end() || !w->is_number() || !std::isfinite(w->get<double>()) || w->get<double>() < 0)
+    throw bad("'neighbours.footprint_weight' must be a finite number >= 0");
+  c.footprint_weight = w->get<double>();
+  const std::string statistic = o.value("statistic", std::string());
+  if (statistic != "median" && statistic != "inverse_distance")
+    throw bad("'neighbours.statistic' must be \"median\" or \"inverse_distance\"");
+  c.statistic = statistic == "median" ? NeighbourCorrection::Statistic::Median : NeighbourCorrection::Statistic::InverseDistance;
+  const auto networks = o.find("networks");
+  if (networks == o.end() || !networks->is_array() || static_cast<int64_t>(networks->size()) < k->get<int64_t>())
+    throw bad("'neighbours.networks' must list at least k networks");
+  c.k = static_cast<int>(k->get<int64_t>());
+  const auto finite = [](const Json& v) { return v.is_number() && std::isfinite(v.get<double>()); };
+  for (const auto& n : *networks) {
+    const std::string where = fmt::format("'neighbours.networks[{}]'", c.networks.size());
+    if (!n.is_object()) throw bad(where + " must be an object");
+    CompositionNeighbour x;
+    x.model = n.value("model", std::string());
+    const Json fp = n.value("footprint_mb", Json()), r = n.value("residual", Json()), mix = n.value("mix", Json());
+    if (x.model.empty() || !finite(fp) || !(fp.get<double>() > 0) || !finite(r) || !mix.is_object())
+      throw bad(where + " needs a model name, footprint_mb > 0, a finite residual and a mix object");
+    x.footprint_mb = fp.get<double>();
+    x.residual = r.get<double>();
+    // As for the term: beyond three orders of magnitude the file is garbage, not a calibration.
+    if (!(x.residual > 1e-3 && x.residual < 1e3)) throw bad(fmt::format("{}: residual {:.3g} is outside 0.001-1000", where, x.residual));
+    for (const auto& [kernel, share] : mix.items()) {
+      if (!finite(share) || share.get<double>() < 0 || share.get<double>() > 1)
+        throw bad(where + ": every share of its mix must be a number in 0-1");
+      x.mix[kernel] = share.get<double>();
+    }
+    c.networks.push_back(std::move(x));
+  }
+  return c;
+}
+
+}  // namespace
+
+double NeighbourCorrection::factor(const std::map<std::string, double>& kernels_by_type, double footprint_mb) const {
+  if (k <= 0 || !(footprint_mb > 0)) return 1;
+  const auto mix = kernel_mix(kernels_by_type);
+  std::vector<std::pair<double, double>> by_distance;  // (distance, residual)
+  for (const auto& n : networks) {
+    const double df = footprint_weight * (std::log(footprint_mb) - std::log(n.footprint_mb));
+    by_distance.emplace_back(std::sqrt(mix_distance2(mix, n.mix) + df * df), n.residual);
+  }
+  if (by_distance.empty()) return 1;
+  const size_t n = std::min(by_distance.size(), static_cast<size_t>(k));
+  // Stable on ties, so equal distances keep the calibration order and the factor is reproducible.
+  std::stable_sort(by_distance.begin(), by_distance.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (statistic == Statistic::InverseDistance) {
+    // The offset keeps a network identical to a calibration one (distance 0) finite: its residual dominates.
+    double sw = 0, sr = 0;
+    for (size_t i = 0; i < n; ++i) {
+      const double w = 1 / (by_distance[i].first + 1e-3);
+      sw += w, sr += w * by_distance[i].second;
+    }
+    return sr / sw;
+  }
+  std::vector<double> r(n);
+  for (size_t i = 0; i < n; ++i) r[i] = by_distance[i].second;
+  std::sort(r.begin(), r.end());
+  return n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+}
+
 std::string CompositionModel::describe() const {
   std::string out = fmt::format("x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} MB", factor(footprint_min_mb), footprint_min_mb,
                                 factor(footprint_max_mb), footprint_max_mb);
   if (!unscaled_kernels.empty()) out += fmt::format(", {} unscaled", fmt::join(unscaled_kernels, ", "));
+  if (neighbours.k > 0)
+    out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g})", neighbours.k,
+                       neighbours.networks.size(), neighbours.statistic == NeighbourCorrection::Statistic::Median
+                                                       ? "median" : "inverse-distance mean", neighbours.footprint_weight);
   return out;
 }
 
@@ -64,14 +168,28 @@ std::string CompositionModel::describe_fit() const {
 }
 
 Json CompositionModel::to_json() const {
-  return {{"format_version", 1},
-          {"form", "unscaled kernels + other kernels * exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the "
-                   "calibrated range"},
-          {"c0", c0},
-          {"c1", c1},
-          {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
-          {"unscaled_kernels", unscaled_kernels},
-          {"calibration", calibration}};
+  Json out = {{"format_version", 1},
+              {"form", "unscaled kernels + other kernels * exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the "
+                       "calibrated range"},
+              {"c0", c0},
+              {"c1", c1},
+              {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
+              {"unscaled_kernels", unscaled_kernels},
+              {"calibration", calibration}};
+  if (neighbours.k > 0) {
+    // Version 2: a reader that knows only the term must refuse the file rather than predict without the correction.
+    out["format_version"] = 2;
+    out["form"] = out["form"].get<std::string>() + ", times the median or inverse-distance mean of the residuals "
+                  "(measured / term) of the k calibration networks nearest in kernel mix and footprint";
+    Json networks = Json::array();
+    for (const auto& n : neighbours.networks)
+      networks.push_back({{"model", n.model}, {"footprint_mb", n.footprint_mb}, {"residual", n.residual}, {"mix", n.mix}});
+    out["neighbours"] = {{"k", neighbours.k},
+                         {"footprint_weight", neighbours.footprint_weight},
+                         {"statistic", to_string(neighbours.statistic)},
+                         {"networks", std::move(networks)}};
+  }
+  return out;
 }
 
 CompositionModel CompositionModel::from_json(const Json& j, const std::string& origin) {
@@ -79,7 +197,8 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
     return Error(fmt::format("{}: {}; recalibrate with nn-meter calibrate or delete the file", origin, what));
   };
   if (!j.is_object()) throw bad("not a JSON object");
-  if (j.value("format_version", Json()) != Json(1)) throw bad("format_version must be 1");
+  const Json version = j.value("format_version", Json());
+  if (version != Json(1) && version != Json(2)) throw bad("format_version must be 1 or 2");
   const auto number = [&](const char* key) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
@@ -107,6 +226,7 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
       m.unscaled_kernels.insert(name.get<std::string>());
     }
   }
+  if (version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
   m.calibration = j.value("calibration", Json::object());
   return m;
 }

@@ -194,15 +194,18 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
     }
   }
+  std::map<std::string, double> by_type;
   for (const auto& kp : out.kernels) {
     out.kernels_ms += kp.latency_ms;
+    if (!kp.predictor_kernel.empty()) by_type[kp.predictor_kernel] += kp.latency_ms;
     if (s.composition && s.composition->unscaled_kernels.count(kp.predictor_kernel)) out.unscaled_ms += kp.latency_ms;
   }
   out.footprint_mb = model_footprint_mb(ir);
   out.latency_ms = out.kernels_ms;
   if (s.composition) {
     out.composition_factor = s.composition->factor(out.footprint_mb);
-    out.latency_ms = s.composition->latency(out.kernels_ms, out.unscaled_ms, out.footprint_mb);
+    out.neighbour_factor = s.composition->neighbours.factor(by_type, out.footprint_mb);
+    out.latency_ms = s.composition->latency(out.kernels_ms, out.unscaled_ms, out.footprint_mb) * out.neighbour_factor;
   }
 
   if (!out.uncovered.empty()) {
@@ -234,6 +237,7 @@ Json ModelPrediction::to_json() const {
           {"unscaled_ms", unscaled_ms},
           {"footprint_mb", footprint_mb},
           {"composition_factor", composition_factor},
+          {"neighbour_factor", neighbour_factor},
           {"kernels", ks},
           {"uncovered", un},
           {"node_count", node_count}};

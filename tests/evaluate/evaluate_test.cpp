@@ -1,6 +1,8 @@
 // nn-meter evaluate through the real binary: real predictions against real onednn_cpu measurements by the
 // repeat protocol, every output (table, --json, CSV, HTML), resume without measuring a repeat twice,
 // models that fail to predict, bad input; and the HTML report as Chromium renders it.
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cmath>
 #include <fstream>
@@ -444,6 +446,71 @@ TEST(CompositionForms, TheFormThatPredictsHeldOutFamiliesBetterIsKept) {
   models[1].measured_ms.reset();
   EXPECT_TRUE(contains(error_of([&] { fit_composition_forms(models, measured, "results.csv"); }),
                        "none of the 2 models could be both predicted and measured, nothing to calibrate on: see results.csv"));
+}
+
+// The neighbours' correction on networks whose families run off the footprint's line, each by its own factor:
+// kept, it predicts a network of a family at a size it was not calibrated on; on networks the term fits
+// exactly, or fewer than 10, none is kept.
+TEST(CompositionForms, NeighboursAreKeptWhenTheyPredictNetworksHeldOutBetter) {
+  EvaluateReport measured;
+  measured.backend = "onednn_cpu";
+  struct Family {
+    const char* name;
+    std::map<std::string, double> mix;
+    double offset;
+  };
+  const std::vector<Family> families = {{"resnet", {{"conv-bn-relu", 0.9}, {"add", 0.1}}, 1.08},
+                                        {"mobilenet", {{"conv-bn-relu", 0.6}, {"dwconv-bn-relu", 0.4}}, 0.93},
+                                        {"densenet", {{"conv-bn-relu", 0.7}, {"concat", 0.3}}, 1.0}};
+  const auto make = [&](const Family& f, double size, bool offsets) {
+    ModelEvaluation m;
+    m.name = fmt::format("{}_r{}_w1", f.name, static_cast<int>(size));
+    m.family = f.name;
+    m.kernels_ms = size / 20;
+    m.footprint_mb = size / 2;
+    for (const auto& [kernel, share] : f.mix) m.kernels_ms_by_type[kernel] = share * *m.kernels_ms;
+    // The footprint's line, each family off it by its factor, and ±1 % of measurement noise.
+    const double noise = 1 + 0.01 * std::sin(size);
+    m.measured_ms = m.predicted_ms = *m.kernels_ms * std::exp(-0.05 + 0.02 * std::log(*m.footprint_mb)) *
+                                     (offsets ? f.offset : 1.0) * noise;
+    return m;
+  };
+  std::vector<ModelEvaluation> models;
+  for (const auto& f : families)
+    for (double size : {96, 128, 160, 192, 224}) models.push_back(make(f, size, true));
+  const CompositionFit fit = fit_composition_forms(models, measured, "x");
+  const NeighbourCorrection& n = fit.composition.neighbours;
+  ASSERT_GT(n.k, 0);
+  EXPECT_EQ(n.networks.size(), models.size());
+  ASSERT_TRUE(fit.network_out && fit.network_out_term);
+  EXPECT_GT(fit.network_out->within5, fit.network_out_term->within5);
+  EXPECT_EQ(fit.network_out_ms.size(), models.size());
+  EXPECT_EQ(fit.composition.calibration["neighbours"]["k"], n.k);
+  EXPECT_EQ(fit.composition.to_json()["format_version"], 2);
+  for (const auto& f : families) {
+    const ModelEvaluation unseen = make(f, 176, true);
+    EXPECT_NEAR(*unseen.predicted_with(fit.composition) / *unseen.measured_ms, 1, 0.02) << f.name;
+  }
+
+  // The term alone is exact (no family off the line, no noise): nothing to correct.
+  models.clear();
+  for (const auto& f : families)
+    for (double size : {96, 128, 160, 192, 224}) {
+      ModelEvaluation m = make(f, size, false);
+      m.measured_ms = *m.kernels_ms * std::exp(-0.05 + 0.02 * std::log(*m.footprint_mb));
+      models.push_back(m);
+    }
+  const CompositionFit exact = fit_composition_forms(models, measured, "x");
+  EXPECT_EQ(exact.composition.neighbours.k, 0);
+  EXPECT_TRUE(exact.network_out_term && !exact.network_out);
+  EXPECT_EQ(exact.composition.to_json()["format_version"], 1);
+
+  // Fewer than 10 networks: no correction tried.
+  models.resize(9);
+  const CompositionFit few = fit_composition_forms(models, measured, "x");
+  EXPECT_EQ(few.composition.neighbours.k, 0);
+  EXPECT_FALSE(few.network_out_term);
+  EXPECT_TRUE(contains(few.composition.calibration["neighbours"]["why"].get<std::string>(), "fewer than 10"));
 }
 
 // --calibrate-on networks that all fail: one line naming the flag, and the scored models' measurements stay in

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <functional>
+#include <map>
 
 #include "kit/model_zoo.h"
 #include "prediction/onnx_model.h"
@@ -166,6 +168,72 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
   EXPECT_TRUE(contains(err([](Json& j) { j["unscaled_kernels"] = {""}; }), "'unscaled_kernels'"));
 }
 
+// The neighbours' correction: the residuals of the calibration networks nearest in kernel mix (and, weighted,
+// footprint), by median or inverse-distance mean; none with k = 0.
+TEST(Composition, NeighboursCorrectByTheNearestNetworksResiduals) {
+  NeighbourCorrection c;
+  c.networks = {{"conv_a", 10, {{"conv", 1.0}}, 1.12},
+                {"conv_b", 20, {{"conv", 1.0}}, 1.10},
+                {"conv_c", 40, {{"conv", 1.0}}, 1.08},
+                {"dw_a", 20, {{"conv", 0.4}, {"dwconv", 0.6}}, 0.90},
+                {"dw_b", 30, {{"conv", 0.5}, {"dwconv", 0.5}}, 0.92}};
+  const std::map<std::string, double> convs = {{"conv", 5.0}};
+  EXPECT_EQ(c.factor(convs, 20), 1);  // k = 0
+  c.k = 3;
+  EXPECT_DOUBLE_EQ(c.factor(convs, 20), 1.10);  // the three conv networks: median
+  c.k = 2;
+  EXPECT_DOUBLE_EQ(c.factor(convs, 20), (1.12 + 1.10) / 2);  // equal distances keep the calibration order
+  // Only the mix counts at weight 0; with a weight the footprint picks among networks of the same mix.
+  c.k = 1;
+  EXPECT_DOUBLE_EQ(c.factor(convs, 40), 1.12);
+  c.footprint_weight = 0.3;
+  EXPECT_DOUBLE_EQ(c.factor(convs, 40), 1.08);
+  // A network like the dwconv ones (shares, not milliseconds, are compared) takes their residuals.
+  c.k = 2;
+  EXPECT_DOUBLE_EQ(c.factor({{"conv", 1.8}, {"dwconv", 2.2}}, 25), (0.90 + 0.92) / 2);
+  // Inverse-distance mean: a network equal to a calibration one is dominated by its residual.
+  c.statistic = NeighbourCorrection::Statistic::InverseDistance;
+  c.k = 5;
+  EXPECT_NEAR(c.factor(convs, 20), 1.10, 1e-3);
+  EXPECT_GT(c.factor(convs, 20), 1.08);
+  EXPECT_EQ(kernel_mix({{"conv", 3}, {"fc", 1}}), (std::map<std::string, double>{{"conv", 0.75}, {"fc", 0.25}}));
+  EXPECT_TRUE(kernel_mix({}).empty());
+}
+
+TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
+  CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
+  EXPECT_EQ(m.to_json()["format_version"], 1);  // no neighbours: files older readers take
+  m.neighbours.k = 2;
+  m.neighbours.footprint_weight = 0.1;
+  m.neighbours.statistic = NeighbourCorrection::Statistic::InverseDistance;
+  m.neighbours.networks = {{"a", 10, {{"conv", 1.0}}, 1.1}, {"b", 50, {{"conv", 0.5}, {"fc", 0.5}}, 0.95}};
+  const Json j = m.to_json();
+  EXPECT_EQ(j["format_version"], 2);  // a reader of version 1 refuses it instead of predicting without it
+  const CompositionModel back = CompositionModel::from_json(j, "c.json");
+  EXPECT_EQ(back.neighbours.k, 2);
+  EXPECT_EQ(back.neighbours.networks.size(), 2u);
+  EXPECT_DOUBLE_EQ(back.neighbours.factor({{"conv", 2}, {"fc", 1}}, 30), m.neighbours.factor({{"conv", 2}, {"fc", 1}}, 30));
+  EXPECT_TRUE(contains(m.describe(), "the 2 nearest of 2 calibration networks (inverse-distance mean"));
+
+  const auto err = [&](const std::function<void(Json&)>& edit) {
+    Json bad = j;
+    edit(bad);
+    return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
+  };
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 3; }), "format_version must be 1 or 2"));
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 2 needs a 'neighbours' object"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 0; }), "'neighbours.k' must be an integer >= 1"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 3; }), "at least k networks"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["footprint_weight"] = -1; }), "footprint_weight"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["statistic"] = "mean"; }), "'neighbours.statistic'"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["networks"][1]["residual"] = 5000; }),
+                       "'neighbours.networks[1]': residual 5e+03 is outside 0.001-1000"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["networks"][0].erase("mix"); }), "needs a model name"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["networks"][0]["mix"]["conv"] = 2; }), "in 0-1"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["networks"][0] = 1; }), "must be an object"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["networks"][0]["footprint_mb"] = 0; }), "/p/composition.json"));
+}
+
 TEST(Composition, PredictorFolderAppliesItsTerm) {
   test::TempDir dir;
   const fs::path folder = dir / "tiny";
@@ -207,6 +275,21 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
   EXPECT_DOUBLE_EQ(q.latency_ms, fc_ms + (q.kernels_ms - fc_ms) * q.composition_factor);
   EXPECT_LT(q.latency_ms, p.latency_ms);
   EXPECT_DOUBLE_EQ(q.to_json()["unscaled_ms"].get<double>(), fc_ms);
+
+  // With neighbours: the term's prediction times their correction for this network's kernel mix.
+  CompositionModel with_neighbours = m;
+  with_neighbours.neighbours.k = 1;
+  with_neighbours.neighbours.networks = {{"convs", 10, {{"conv-bn-relu", 1.0}}, 1.3}, {"like_it", 10, kernel_mix({{"conv-bn-relu", 3}, {"dwconv-bn-relu", 1}}), 0.8}};
+  io::save_json_file(folder / kCompositionFile, with_neighbours.to_json());
+  const ModelPrediction n = LatencyPredictor::from_folder(folder).predict_ir(ir);
+  std::map<std::string, double> by_type;
+  for (const auto& k : n.kernels)
+    if (!k.predictor_kernel.empty()) by_type[k.predictor_kernel] += k.latency_ms;
+  EXPECT_DOUBLE_EQ(n.neighbour_factor, with_neighbours.neighbours.factor(by_type, n.footprint_mb));
+  EXPECT_TRUE(n.neighbour_factor == 1.3 || n.neighbour_factor == 0.8);
+  EXPECT_DOUBLE_EQ(n.latency_ms, p.latency_ms * n.neighbour_factor);
+  EXPECT_DOUBLE_EQ(n.to_json()["neighbour_factor"].get<double>(), n.neighbour_factor);
+  EXPECT_EQ(p.neighbour_factor, 1);
 
   // A corrupt composition.json stops the load with the file's name, never a silent plain sum.
   test::write_text(folder / kCompositionFile, "{\"format_version\": 1, \"c0\": ");
