@@ -54,8 +54,8 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
 }
 
 // The neighbours' correction tried: how many, the weight of the footprint against the kernel mix, and the
-// statistic. From the accuracy bench (bench/RESULTS-accuracy.md): chosen this way on 72 calibration networks,
-// it lifted within ±5 % of 55 other networks by 5-9 points in a quiet session over the term alone.
+// statistic. On the accuracy bench (bench/RESULTS-accuracy.md), chosen this way on 49 or 72 calibration
+// networks, it lifted within ±5 % of 55 other networks by up to 15 points over the term alone where it was kept.
 constexpr int kNeighbourCounts[] = {1, 2, 3, 5, 7, 9};
 constexpr double kFootprintWeights[] = {0, 0.05, 0.1, 0.2, 0.3};
 constexpr size_t kMinNeighbourNetworks = 10;
