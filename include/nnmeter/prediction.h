@@ -136,11 +136,6 @@ double model_footprint_mb(const ModelIr& ir);
 
 inline constexpr const char* kCompositionFile = "composition.json";  // in the predictor folder, optional
 
-// latency = Σ unscaled kernels + Σ other kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to
-// the calibrated range (the term never extrapolates), times the neighbours' correction when calibrate kept one. Unscaled kernels are predictor kernels whose time a
-// network does not change (calibrate keeps them only where networks of families it was not fitted on say so).
-// Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
-// predictor sums its kernels, as nn-Meter does.
 // The calibration networks most like a network correct what the term leaves: networks of one architecture
 // share how they run against their kernels beyond what their footprint says (fused ops the kernels count
 // apart, memory-bound layers slowed by the layers before them), and a network's mix of kernel types says
@@ -168,6 +163,12 @@ std::string to_string(NeighbourCorrection::Statistic s);  // "median" | "inverse
 // Each predictor kernel's share of Σ kernels_by_type (empty when that is 0).
 std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type);
 
+// latency = Σ unscaled kernels + Σ other kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to
+// the calibrated range (the term never extrapolates), times the neighbours' correction when calibrate kept one.
+// Unscaled kernels are predictor kernels whose time a network does not change (calibrate keeps them only where
+// networks of families it was not fitted on say so).
+// Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
+// predictor sums its kernels, as nn-Meter does.
 struct CompositionModel {
   double c0 = 0, c1 = 0;
   double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range

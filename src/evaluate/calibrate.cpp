@@ -94,7 +94,8 @@ void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatist
   for (const ModelEvaluation* held : use) {
     std::vector<CompositionPoint> points;
     for (const ModelEvaluation* m : use)
-      if (m != held) points.push_back({*m->kernels_ms, *m->measured_ms, *m->footprint_mb, m->kernels_ms_of(term.unscaled_kernels), m->name});
+      if (m != held)
+        points.push_back({*m->kernels_ms, *m->measured_ms, *m->footprint_mb, m->kernels_ms_of(term.unscaled_kernels), m->name});
     const CompositionModel without = fit_composition(points, term.unscaled_kernels);
     std::vector<CompositionNeighbour> others;
     for (const ModelEvaluation* m : use)

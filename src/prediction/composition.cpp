@@ -6,7 +6,8 @@
 // footprint, fitted on measured networks. Some kernels take no part in that gap: a batch-1 fully connected
 // layer streams weights far larger than the caches from memory alone as inside a network (AlexNet and
 // VGG: their plain sums within 2-8 % of the measurement, while the footprint's factor added 14 %), so the
-// term can leave named kernels unscaled.
+// term can leave named kernels unscaled. What the term leaves is shared by networks of one architecture, so
+// the residuals of the calibration networks nearest in kernel mix correct it (NeighbourCorrection).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
