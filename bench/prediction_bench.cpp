@@ -5,6 +5,8 @@
 //   prediction_bench calibration-models DIR           writes 23 other variants, for nn-meter calibrate
 //   prediction_bench more-calibration-models DIR      writes 49 more, in neither set: for forms of the term
 //                                                     with more coefficients than 23 networks pin
+//   prediction_bench span-calibration-models DIR      writes 27 more, in no set above: each architecture at and
+//                                                     above the largest size the model set has of it
 //   prediction_bench measure DIR OUT.json [CONFIG]    measures each model on onednn_cpu (resumable: models
 //                                                     already in OUT.json are skipped; OUT.json is rewritten
 //                                                     atomically after every model)
@@ -91,6 +93,23 @@ std::vector<Variant> more_calibration_set() {
   v.push_back({"alexnet", 128, 0.5});
   v.push_back({"vgg11_bn", 96, 1.0});
   v.push_back({"vgg11_bn", 112, 0.5});
+  return v;
+}
+
+// 27 more, in no set above: every architecture at or beyond the top of its range in model_set() (the 72 stop
+// below it: ResNets at 240 x 0.75, mobile networks at 208 x 1.25), so that the largest networks scored are
+// among calibration networks of their own size rather than beyond all of them.
+std::vector<Variant> span_calibration_set() {
+  using Sizes = std::vector<std::pair<int64_t, double>>;
+  std::vector<Variant> v;
+  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
+                                 "shufflenet_v2_x1_0"})
+    for (auto [res, width] : Sizes{{240, 1.5}, {256, 1.0}}) v.push_back({arch, res, width});
+  for (const std::string arch : {"resnet18", "resnet34", "resnet50", "squeezenet1_1", "googlenet", "densenet121"})
+    for (auto [res, width] : Sizes{{240, 1.0}, {208, 1.0}}) v.push_back({arch, res, width});
+  v.push_back({"alexnet", 240, 1.0});
+  v.push_back({"vgg11_bn", 144, 1.0});
+  v.push_back({"vgg11_bn", 128, 0.75});
   return v;
 }
 
@@ -261,11 +280,12 @@ int main(int argc, char** argv) {
     if (a.size() == 2 && a[0] == "models") return write_models(a[1], model_set());
     if (a.size() == 2 && a[0] == "calibration-models") return write_models(a[1], calibration_set());
     if (a.size() == 2 && a[0] == "more-calibration-models") return write_models(a[1], more_calibration_set());
+    if (a.size() == 2 && a[0] == "span-calibration-models") return write_models(a[1], span_calibration_set());
     if ((a.size() == 3 || a.size() == 4) && a[0] == "measure")
       return measure(a[1], a[2], a.size() == 4 ? Json::parse(a[3]) : Json::object());
     if (a.size() == 4 && a[0] == "accuracy") return accuracy(a[1], a[2], a[3]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "speed") return speed(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 1000);
-    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
+    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | span-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
                  "accuracy DIR MEASURED.json PREDICTOR_FOLDER | speed PREDICTOR_FOLDER TMP_DIR [N]\n";
     return 2;
   } catch (const std::exception& e) {

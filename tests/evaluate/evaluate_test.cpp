@@ -492,6 +492,21 @@ TEST(CompositionForms, NeighboursAreKeptWhenTheyPredictNetworksHeldOutBetter) {
     EXPECT_NEAR(*unseen.predicted_with(fit.composition) / *unseen.measured_ms, 1, 0.02) << f.name;
   }
 
+  // calibrate's table: each network's prediction held out at the end of its row, and both held-out scores.
+  CalibrationReport report;
+  static_cast<CompositionFit&>(report) = fit;
+  report.evaluation.models = models;
+  const std::string table = report.to_table();
+  for (const ModelEvaluation& m : models) {
+    const size_t row = table.find(m.name + " ");
+    ASSERT_NE(row, std::string::npos) << m.name << "\n" << table;
+    const std::string held = fmt::format(" {:+.1f}%\n", 100 * (fit.network_out_ms.at(m.name) / *m.measured_ms - 1));
+    EXPECT_EQ(table.substr(table.find('\n', row) + 1 - held.size(), held.size()), held) << m.name << "\n" << table;
+  }
+  const auto score = [](const AccuracySummary& s) { return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%", s.rmspe, 100 * s.within5); };
+  EXPECT_TRUE(contains(table, "each network held out:     " + score(*fit.network_out_term))) << table;
+  EXPECT_TRUE(contains(table, "  with its neighbours:      " + score(*fit.network_out))) << table;
+
   // The term alone is exact (no family off the line, no noise): nothing to correct.
   models.clear();
   for (const auto& f : families)
