@@ -7,6 +7,8 @@
 //                                                     with more coefficients than 23 networks pin
 //   prediction_bench span-calibration-models DIR      writes 27 more, in no set above: each architecture at and
 //                                                     above the largest size the model set has of it
+//   prediction_bench small-calibration-models DIR     writes 36 more, in no set above: each mobile architecture
+//                                                     at the narrow and small end of the model set's range
 //   prediction_bench measure DIR OUT.json [CONFIG]    measures each model on onednn_cpu (resumable: models
 //                                                     already in OUT.json are skipped; OUT.json is rewritten
 //                                                     atomically after every model)
@@ -110,6 +112,20 @@ std::vector<Variant> span_calibration_set() {
   v.push_back({"alexnet", 240, 1.0});
   v.push_back({"vgg11_bn", 144, 1.0});
   v.push_back({"vgg11_bn", 128, 0.75});
+  return v;
+}
+
+// 36 more, in no set above: every mobile architecture at the narrow and low-resolution end of its range in
+// model_set() (160 x 0.5, 192 x 0.75, 128 x 1), where the sets above have one network per architecture narrower than
+// 0.9 (112 x 0.6): a narrow network's mix of kernels (depthwise against 1x1 convs) is its own, so among wider
+// neighbours only, the correction extrapolates there as it did at the top before the span set.
+std::vector<Variant> small_calibration_set() {
+  using Sizes = std::vector<std::pair<int64_t, double>>;
+  std::vector<Variant> v;
+  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
+                                 "shufflenet_v2_x1_0"})
+    for (auto [res, width] : Sizes{{96, 1.0}, {112, 1.0}, {144, 0.5}, {176, 0.5}, {160, 0.75}, {208, 0.75}})
+      v.push_back({arch, res, width});
   return v;
 }
 
@@ -281,11 +297,12 @@ int main(int argc, char** argv) {
     if (a.size() == 2 && a[0] == "calibration-models") return write_models(a[1], calibration_set());
     if (a.size() == 2 && a[0] == "more-calibration-models") return write_models(a[1], more_calibration_set());
     if (a.size() == 2 && a[0] == "span-calibration-models") return write_models(a[1], span_calibration_set());
+    if (a.size() == 2 && a[0] == "small-calibration-models") return write_models(a[1], small_calibration_set());
     if ((a.size() == 3 || a.size() == 4) && a[0] == "measure")
       return measure(a[1], a[2], a.size() == 4 ? Json::parse(a[3]) : Json::object());
     if (a.size() == 4 && a[0] == "accuracy") return accuracy(a[1], a[2], a[3]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "speed") return speed(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 1000);
-    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | span-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
+    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | span-calibration-models DIR | small-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
                  "accuracy DIR MEASURED.json PREDICTOR_FOLDER | speed PREDICTOR_FOLDER TMP_DIR [N]\n";
     return 2;
   } catch (const std::exception& e) {

@@ -9,7 +9,9 @@
 # measured in one shuffled order with the 55 (`evaluate --calibrate-on`), and scores the calibrated prediction
 # and, on the same measurements, the plain sum of kernels (OUT/evaluate.txt); CALIBRATE=72 adds the 49 of
 # `prediction_bench more-calibration-models` (none of the 55 either), CALIBRATE=99 those and the 27 of
-# `prediction_bench span-calibration-models` (every architecture at and above its largest size among the 55).
+# `prediction_bench span-calibration-models` (every architecture at and above its largest size among the 55),
+# CALIBRATE=135 those and the 36 of `prediction_bench small-calibration-models` (the mobile networks at the narrow
+# and low-resolution end of their range). bench/run_remeasure_bench.sh measures the same networks again.
 # EVAL_REPEATS sets the evaluated (and calibration) networks' repeats (absent: REPEATS of the backend config, 5).
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
 # no evaluated layer is a training sample. KERNELS_EVAL=1 then also measures every kernel of the r224 width-1
@@ -19,11 +21,13 @@
 # SAMPLE_MODELS=1 adds every layer of the 23 calibration networks (none of the 55) as a sample of its kernel
 # (predictorbuild_config SAMPLE_MODELS); bench/run_sample_models_bench.sh OUT then builds the same workspace
 # without them from the journals and scores both predictors on the same measurements.
-# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0|1|72|99] [EVAL_REPEATS=5]
+# Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0|1|72|99|135] [EVAL_REPEATS=5]
 #        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/calibration_sets.sh"
+[ "${CALIBRATE:-0}" = 0 ] || calibration_parts "$CALIBRATE" >/dev/null
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
 build="${2:-build}"
@@ -93,29 +97,13 @@ cat "$out/build.time"
 [ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
 evaluate_args=(--predictor "$ws/predictor_build/predictor" --onnx "$out/models" --work-dir "$out/evaluate"
                --report "$out/report.html" ${EVAL_REPEATS:+--repeats "$EVAL_REPEATS"})
-case "${CALIBRATE:-0}" in
-  0) ;;
-  1|72|99)
-    # The calibration networks are measured in one shuffled order with the evaluated ones (one journal): measured
-    # as two runs minutes apart, the machine's level moved between them and the term carried the shift into every
-    # prediction. The term goes to OUT/evaluate/composition.json; the predictor folder stays as built.
-    [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
-    calibrate_on="$out/calibration_models"
-    if [ "$CALIBRATE" != 1 ]; then
-      [ -d "$out/more_calibration_models" ] ||
-        "$out/bin/prediction_bench" more-calibration-models "$out/more_calibration_models" >/dev/null
-      calibrate_on="$out/calibration_models$CALIBRATE"
-      mkdir -p "$calibrate_on"
-      ln -sf "$out"/calibration_models/*.onnx "$out"/more_calibration_models/*.onnx "$calibrate_on/"
-      if [ "$CALIBRATE" = 99 ]; then
-        [ -d "$out/span_calibration_models" ] ||
-          "$out/bin/prediction_bench" span-calibration-models "$out/span_calibration_models" >/dev/null
-        ln -sf "$out"/span_calibration_models/*.onnx "$calibrate_on/"
-      fi
-    fi
-    evaluate_args+=(--calibrate-on "$calibrate_on") ;;
-  *) echo "CALIBRATE must be 0, 1 (the 23 calibration networks), 72 (those and 49 more) or 99 (and 27 more)" >&2; exit 2 ;;
-esac
+if [ "${CALIBRATE:-0}" != 0 ]; then
+  # The calibration networks are measured in one shuffled order with the evaluated ones (one journal): measured as
+  # two runs minutes apart, the machine's level moved between them and the term carried the shift into every
+  # prediction. The term goes to OUT/evaluate/composition.json; the predictor folder stays as built.
+  make_calibration_sets "$out" "$CALIBRATE" "$out/bin/prediction_bench"
+  evaluate_args+=(--calibrate-on "$out/$(calibration_folder "$CALIBRATE")")
+fi
 stamp evaluate
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$nnm" evaluate "${evaluate_args[@]}" | tee "$out/evaluate.txt"
 cat "$out/evaluate.time"

@@ -2,7 +2,8 @@
 # One measurement, several predictors and calibration sets: on the output of
 # `CALIBRATE=72 bench/run_accuracy_bench.sh OUT` (the 55 evaluated and 72 calibration networks measured in one
 # shuffled order), the build's own predictor and every LABEL=PREDICTOR given are calibrated on the 23, the 49 and
-# all 72 (on a CALIBRATE=99 run also on the 27 of span_calibration_models and all 99) and scored on the 55, each
+# all 72 (on a CALIBRATE=99 run also on the 27 of span_calibration_models and all 99, on a CALIBRATE=135 run also
+# on the 36 of small_calibration_models and all 135) and scored on the 55, each
 # from a copy of OUT/evaluate's journal (nothing measured again: checked); then
 # bench/composition_kernel_types.py refits the term by least squares and in its other forms on each.
 # Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json), OUT/forms_<label>.txt.
@@ -11,17 +12,15 @@
 # Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/calibration_sets.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$(realpath "${1:?the output folder of CALIBRATE=72 or 99 bench/run_accuracy_bench.sh}")"
+out="$(realpath "${1:?the output folder of CALIBRATE=72, 99 or 135 bench/run_accuracy_bench.sh}")"
 shift
 [ -d "$out/more_calibration_models" ] && [ -f "$out/evaluate/results.json" ] ||
-  { echo "$out is not a finished CALIBRATE=72 or 99 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
-sets=(calibration_models more_calibration_models calibration_models72)
-if [ ! -d "$out/calibration_models72" ]; then
-  mkdir -p "$out/calibration_models72"
-  ln -sf "$out"/calibration_models/*.onnx "$out"/more_calibration_models/*.onnx "$out/calibration_models72/"
-fi
-[ -d "$out/calibration_models99" ] && sets+=(span_calibration_models calibration_models99)
+  { echo "$out is not a finished CALIBRATE=72, 99 or 135 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
+calibrate="$(calibrate_of_run "$out")"
+make_calibration_sets "$out" "$calibrate" "$out/bin/prediction_bench"
+mapfile -t sets < <(scored_calibration_sets "$calibrate")
 bin="$out/bin" score="$out/score" forms="$out/forms"
 if [ -n "${RESCORE_WITH:-}" ]; then
   bin="$out/bin-rescore" score="$out/score-rescore" forms="$out/forms-rescore"

@@ -1,0 +1,49 @@
+# Sourced by the accuracy benches: the calibration sets of `CALIBRATE=N` in a run's output folder. Each part is a
+# folder of ONNX files written by prediction_bench (deterministic); a union (calibration_models72, 99, 135) is a
+# folder of links to its parts' files.
+#   calibration_parts N                          prediction_bench's sets in the union N (1, 72, 99 or 135)
+#   calibration_folder N                         the folder's name under OUT that `--calibrate-on` takes
+#   scored_calibration_sets N                    every part and every union up to N: what a run of N is scored on
+#   make_calibration_sets OUT N PREDICTION_BENCH writes what is missing of them under OUT
+
+calibration_parts() {
+  case "$1" in
+    1) echo calibration ;;
+    72) echo calibration more-calibration ;;
+    99) echo calibration more-calibration span-calibration ;;
+    135) echo calibration more-calibration span-calibration small-calibration ;;
+    *) echo "CALIBRATE must be 1 (the 23 calibration networks), 72 (those and 49 more), 99 (and 27 more at the top" \
+         "of each architecture's range) or 135 (and 36 more at the narrow end of the mobile networks')" >&2
+       return 2 ;;
+  esac
+}
+
+calibration_folder() { if [ "$1" = 1 ]; then echo calibration_models; else echo "calibration_models$1"; fi; }
+
+scored_calibration_sets() {
+  local n="$1" part union
+  calibration_parts "$n" >/dev/null || return
+  for part in $(calibration_parts "$n"); do echo "${part//-/_}_models"; done
+  for union in 72 99 135; do [ "$union" -le "$n" ] && echo "calibration_models$union"; done
+  return 0
+}
+
+make_calibration_sets() {
+  local out="$1" n="$2" prediction_bench="$3" part union
+  calibration_parts "$n" >/dev/null || return
+  for part in $(calibration_parts "$n"); do
+    [ -d "$out/${part//-/_}_models" ] || "$prediction_bench" "$part-models" "$out/${part//-/_}_models" >/dev/null
+  done
+  for union in 72 99 135; do
+    [ "$union" -le "$n" ] || continue
+    mkdir -p "$out/calibration_models$union"
+    for part in $(calibration_parts "$union"); do ln -sf "$out/${part//-/_}_models"/*.onnx "$out/calibration_models$union/"; done
+  done
+}
+
+# The largest union whose folder a run's output has (72 at least: the benches that call this need the 49).
+calibrate_of_run() {
+  local union
+  for union in 135 99 72; do [ -d "$1/calibration_models$union" ] && { echo "$union"; return 0; }; done
+  echo 72
+}
