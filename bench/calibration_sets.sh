@@ -5,6 +5,7 @@
 #   calibration_folder N                         the folder's name under OUT that `--calibrate-on` takes
 #   scored_calibration_sets N                    every part and every union up to N: what a run of N is scored on
 #   make_calibration_sets OUT N PREDICTION_BENCH writes what is missing of them under OUT
+#   calibrate_of_run OUT                         the N a finished run of bench/run_accuracy_bench.sh measured
 
 calibration_parts() {
   case "$1" in
@@ -41,9 +42,14 @@ make_calibration_sets() {
   done
 }
 
-# The largest union whose folder a run's output has (72 at least: the benches that call this need the 49).
+# From OUT/evaluate/results.json, not from the folders: a later set's folders may sit in OUT unmeasured by it.
 calibrate_of_run() {
-  local union
-  for union in 135 99 72; do [ -d "$1/calibration_models$union" ] && { echo "$union"; return 0; }; done
-  echo 72
+  local n
+  n="$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1])).get("calibration_models", [])))' \
+    "$1/evaluate/results.json")"
+  case "$n" in
+    23) echo 1 ;;
+    72|99|135) echo "$n" ;;
+    *) echo "$1/evaluate measured $n calibration networks: not a run of CALIBRATE=1, 72, 99 or 135" >&2; return 1 ;;
+  esac
 }
