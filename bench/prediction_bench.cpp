@@ -41,25 +41,28 @@ struct Variant {
   std::string file_name() const { return fmt::format("{}_r{}_w{}.onnx", arch, resolution, width); }
 };
 
-// 60 models: every architecture at its published width and 224, plus width and resolution variants.
+using Sizes = std::vector<std::pair<int64_t, double>>;  // (input resolution, width multiplier)
+using Archs = std::vector<std::string>;
+const Archs kMobile = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
+                       "shufflenet_v2_x1_0"};
+const Archs kResNets = {"resnet18", "resnet34", "resnet50"};
+const Archs kOthers = {"squeezenet1_1", "googlenet", "densenet121"};
+
+// Every architecture at every size, architecture by architecture: the order a set's files are written in.
+void add(std::vector<Variant>& v, const Archs& archs, const Sizes& sizes) {
+  for (const auto& arch : archs)
+    for (auto [res, width] : sizes) v.push_back({arch, res, width});
+}
+
+// 55 models: every architecture at its published width and 224, plus width and resolution variants.
 // VGG and AlexNet stay at small inputs or once: their classifiers alone hold 60–120 M parameters.
 std::vector<Variant> model_set() {
   std::vector<Variant> v;
-  const std::vector<std::string> mobile = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0",
-                                           "efficientnet_b0", "shufflenet_v2_x1_0"};
-  for (const auto& arch : mobile)
-    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{224, 1.0}, {192, 0.75}, {160, 0.5}, {224, 1.4}, {128, 1.0}})
-      v.push_back({arch, res, width});
-  for (const std::string arch : {"resnet18", "resnet34", "resnet50"})
-    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{224, 1.0}, {160, 0.5}, {192, 0.75}, {128, 1.0}})
-      v.push_back({arch, res, width});
-  for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"})
-    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{224, 1.0}, {160, 0.5}, {192, 1.0}})
-      v.push_back({arch, res, width});
-  v.push_back({"alexnet", 224, 1.0});
-  v.push_back({"alexnet", 224, 0.5});
-  v.push_back({"vgg11_bn", 128, 1.0});
-  v.push_back({"vgg11_bn", 96, 0.5});
+  add(v, kMobile, {{224, 1.0}, {192, 0.75}, {160, 0.5}, {224, 1.4}, {128, 1.0}});
+  add(v, kResNets, {{224, 1.0}, {160, 0.5}, {192, 0.75}, {128, 1.0}});
+  add(v, kOthers, {{224, 1.0}, {160, 0.5}, {192, 1.0}});
+  add(v, {"alexnet"}, {{224, 1.0}, {224, 0.5}});
+  add(v, {"vgg11_bn"}, {{128, 1.0}, {96, 0.5}});
   return v;
 }
 
@@ -67,14 +70,11 @@ std::vector<Variant> model_set() {
 // resolutions, so a predictor calibrated on these is evaluated on networks it never saw.
 std::vector<Variant> calibration_set() {
   std::vector<Variant> v;
-  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
-                                 "shufflenet_v2_x1_0"})
-    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{144, 1.0}, {208, 1.25}}) v.push_back({arch, res, width});
-  for (const std::string arch : {"resnet18", "resnet34", "resnet50"})
-    for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{176, 0.75}, {112, 1.0}}) v.push_back({arch, res, width});
-  for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"}) v.push_back({arch, 176, 0.75});
-  v.push_back({"alexnet", 192, 0.75});
-  v.push_back({"vgg11_bn", 112, 0.75});
+  add(v, kMobile, {{144, 1.0}, {208, 1.25}});
+  add(v, kResNets, {{176, 0.75}, {112, 1.0}});
+  add(v, kOthers, {{176, 0.75}});
+  add(v, {"alexnet"}, {{192, 0.75}});
+  add(v, {"vgg11_bn"}, {{112, 0.75}});
   return v;
 }
 
@@ -82,19 +82,12 @@ std::vector<Variant> calibration_set() {
 // architecture, so that a composition term with a coefficient per kind of kernel can be fitted on networks of
 // every family and judged on held-out families.
 std::vector<Variant> more_calibration_set() {
-  using Sizes = std::vector<std::pair<int64_t, double>>;
   std::vector<Variant> v;
-  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
-                                 "shufflenet_v2_x1_0"})
-    for (auto [res, width] : Sizes{{112, 0.6}, {176, 1.1}, {240, 0.9}, {128, 1.25}}) v.push_back({arch, res, width});
-  for (const std::string arch : {"resnet18", "resnet34", "resnet50"})
-    for (auto [res, width] : Sizes{{144, 1.0}, {208, 0.5}, {240, 0.75}, {128, 0.6}}) v.push_back({arch, res, width});
-  for (const std::string arch : {"squeezenet1_1", "googlenet", "densenet121"})
-    for (auto [res, width] : Sizes{{144, 1.0}, {208, 0.75}, {128, 0.5}}) v.push_back({arch, res, width});
-  v.push_back({"alexnet", 160, 1.0});
-  v.push_back({"alexnet", 128, 0.5});
-  v.push_back({"vgg11_bn", 96, 1.0});
-  v.push_back({"vgg11_bn", 112, 0.5});
+  add(v, kMobile, {{112, 0.6}, {176, 1.1}, {240, 0.9}, {128, 1.25}});
+  add(v, kResNets, {{144, 1.0}, {208, 0.5}, {240, 0.75}, {128, 0.6}});
+  add(v, kOthers, {{144, 1.0}, {208, 0.75}, {128, 0.5}});
+  add(v, {"alexnet"}, {{160, 1.0}, {128, 0.5}});
+  add(v, {"vgg11_bn"}, {{96, 1.0}, {112, 0.5}});
   return v;
 }
 
@@ -102,16 +95,12 @@ std::vector<Variant> more_calibration_set() {
 // below it: ResNets at 240 x 0.75, mobile networks at 208 x 1.25), so that the largest networks scored are
 // among calibration networks of their own size rather than beyond all of them.
 std::vector<Variant> span_calibration_set() {
-  using Sizes = std::vector<std::pair<int64_t, double>>;
   std::vector<Variant> v;
-  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
-                                 "shufflenet_v2_x1_0"})
-    for (auto [res, width] : Sizes{{240, 1.5}, {256, 1.0}}) v.push_back({arch, res, width});
-  for (const std::string arch : {"resnet18", "resnet34", "resnet50", "squeezenet1_1", "googlenet", "densenet121"})
-    for (auto [res, width] : Sizes{{240, 1.0}, {208, 1.0}}) v.push_back({arch, res, width});
-  v.push_back({"alexnet", 240, 1.0});
-  v.push_back({"vgg11_bn", 144, 1.0});
-  v.push_back({"vgg11_bn", 128, 0.75});
+  add(v, kMobile, {{240, 1.5}, {256, 1.0}});
+  add(v, kResNets, {{240, 1.0}, {208, 1.0}});
+  add(v, kOthers, {{240, 1.0}, {208, 1.0}});
+  add(v, {"alexnet"}, {{240, 1.0}});
+  add(v, {"vgg11_bn"}, {{144, 1.0}, {128, 0.75}});
   return v;
 }
 
@@ -120,12 +109,8 @@ std::vector<Variant> span_calibration_set() {
 // 0.9 (112 x 0.6): a narrow network's mix of kernels (depthwise against 1x1 convs) is its own, so among wider
 // neighbours only, the correction extrapolates there as it did at the top before the span set.
 std::vector<Variant> small_calibration_set() {
-  using Sizes = std::vector<std::pair<int64_t, double>>;
   std::vector<Variant> v;
-  for (const std::string arch : {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
-                                 "shufflenet_v2_x1_0"})
-    for (auto [res, width] : Sizes{{96, 1.0}, {112, 1.0}, {144, 0.5}, {176, 0.5}, {160, 0.75}, {208, 0.75}})
-      v.push_back({arch, res, width});
+  add(v, kMobile, {{96, 1.0}, {112, 1.0}, {144, 0.5}, {176, 0.5}, {160, 0.75}, {208, 0.75}});
   return v;
 }
 
