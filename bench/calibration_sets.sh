@@ -1,7 +1,8 @@
 # Sourced by the accuracy benches: the calibration sets of `CALIBRATE=N` in a run's output folder. Each part is a
 # folder of ONNX files written by prediction_bench (deterministic); a union (calibration_models72, 99, 135) is a
 # folder of links to its parts' files.
-#   calibration_parts N                          prediction_bench's sets in the union N (1, 72, 99 or 135)
+#   calibration_parts N [NAME]                   prediction_bench's sets in the union N (1, 72, 99 or 135); NAME is the
+#                                                setting an unknown N is reported as (CALIBRATE)
 #   calibration_folder N                         the folder's name under OUT that `--calibrate-on` takes
 #   scored_calibration_sets N                    every part and every union up to N: what a run of N is scored on
 #   make_calibration_sets OUT N PREDICTION_BENCH writes what is missing of them under OUT
@@ -13,7 +14,7 @@ calibration_parts() {
     72) echo calibration more-calibration ;;
     99) echo calibration more-calibration span-calibration ;;
     135) echo calibration more-calibration span-calibration small-calibration ;;
-    *) echo "CALIBRATE must be 1 (the 23 calibration networks), 72 (those and 49 more), 99 (and 27 more at the top" \
+    *) echo "${2:-CALIBRATE} must be 1 (the 23 calibration networks), 72 (those and 49 more), 99 (and 27 more at the top" \
          "of each architecture's range) or 135 (and 36 more at the narrow end of the mobile networks')" >&2
        return 2 ;;
   esac

@@ -20,14 +20,16 @@
 # INPUT_RESOLUTIONS="128, 160, 192, 224" samples every HW as in networks at those inputs (absent: as at 224).
 # SAMPLE_MODELS=1 adds every layer of the 23 calibration networks (none of the 55) as a sample of its kernel
 # (predictorbuild_config SAMPLE_MODELS); bench/run_sample_models_bench.sh OUT then builds the same workspace
-# without them from the journals and scores both predictors on the same measurements.
+# without them from the journals and scores both predictors on the same measurements. SAMPLE_MODELS=72, 99 or 135
+# takes the layers of that union of calibration sets instead (still none of the 55).
 # Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0|1|72|99|135] [EVAL_REPEATS=5]
-#        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0]
+#        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0|1|72|99|135]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 source "$(dirname "${BASH_SOURCE[0]}")/calibration_sets.sh"
 [ "${CALIBRATE:-0}" = 0 ] || calibration_parts "$CALIBRATE" >/dev/null
+[ "${SAMPLE_MODELS:-0}" = 0 ] || calibration_parts "$SAMPLE_MODELS" SAMPLE_MODELS >/dev/null
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
 build="${2:-build}"
@@ -51,9 +53,11 @@ REPEAT_STATISTIC: min
 DRIFT_PROBE_EVERY: 500
 YAML
 sample_models=""
-if [ "${SAMPLE_MODELS:-0}" = 1 ]; then
-  [ -d "$out/calibration_models" ] || "$out/bin/prediction_bench" calibration-models "$out/calibration_models" >/dev/null
-  sample_models="SAMPLE_MODELS: [$out/calibration_models]"
+if [ "${SAMPLE_MODELS:-0}" != 0 ]; then
+  make_calibration_sets "$out" "$SAMPLE_MODELS" "$out/bin/prediction_bench"
+  folders=()
+  for part in $(calibration_parts "$SAMPLE_MODELS"); do folders+=("$out/${part//-/_}_models"); done
+  sample_models="SAMPLE_MODELS: [$(printf '%s, ' "${folders[@]}" | sed 's/, $//')]"
 fi
 # PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
 # `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
