@@ -19,7 +19,7 @@ done
 # xgboost CLI package (see ../shared/reference/dependencies-debian.md). Chromium and pdftotext render the
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
 # The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
-# write models) and torch (predicting a torch.nn.Module).
+# write models), torch (predicting a torch.nn.Module) and torchvision (real exports of its models).
 # flatbuffers writes the TFLite export; Arm NN's TFLite parser runs the exported files in the tests (its
 # only backend on x86, CpuRef, is a separate package that nothing depends on).
 packages=(
@@ -31,7 +31,7 @@ packages=(
   libgtest-dev googletest libbenchmark-dev libsqlite3-dev
   chromium poppler-utils
   help2man
-  python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch
+  python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch python3-torchvision
   libflatbuffers-dev flatbuffers-compiler
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22

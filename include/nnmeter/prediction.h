@@ -123,8 +123,9 @@ struct DetectedKernel {
 std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules);
 
 // The predictor kernels that stand in for a detected compute kernel when a predictor lacks it, best first (the
-// first views `kernel` itself): nn-Meter's conv and dwconv families, element-wise kernels with the same features.
-std::vector<std::string_view> stand_in_kernels(const std::string& kernel);
+// first is `kernel` itself): for convs the same activation with and without BN, then nn-Meter's conv and dwconv
+// families; element-wise kernels with the same features.
+std::vector<std::string> stand_in_kernels(const std::string& kernel);
 
 // ---------------------------------------------------------------------------------------------------------
 // Composition: how the device runs a network against the sum of its kernels measured alone
@@ -215,6 +216,9 @@ struct KernelPrediction {
   int64_t groups = 1;
   std::string note;              // how the kernel was covered when not by its own predictor
   std::vector<std::string> nodes;
+  // Predicted by another kernel's regressor: the predictor has no `kernel` (an element-wise op has no kernel of
+  // its own and is always predicted so).
+  bool stand_in = false;
 };
 
 struct UncoveredOp {
@@ -232,6 +236,8 @@ struct ModelPrediction {
   std::vector<KernelPrediction> kernels;
   std::vector<UncoveredOp> uncovered;
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share
+  // "kernel -> stand-in" (an element-wise op's kernel is its op) → how many of the kernels were predicted so.
+  std::map<std::string, size_t> stand_ins() const;
   Json to_json() const;
 };
 

@@ -248,3 +248,66 @@ def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, m
     assert all(len(k["repeats_ms"]) == 1 for k in split["kernels"])
     assert len(split["models"][0]["repeats_ms"]) == 2
     assert split["files"]["kernels_csv"] == str(tmp_path / "k" / "kernels.csv")
+
+
+def _export(torch, module, shape, path, opset):
+    """What a user's torch.onnx.export writes (constant folding on). nn.MultiheadAttention's eval fast path has
+    no ONNX export in torch 1.13: modules with attention are exported in train mode, where dropout is 0."""
+    mode = torch.onnx.TrainingMode.EVAL
+    if any(isinstance(m, torch.nn.MultiheadAttention) for m in module.modules()):
+        module.train()
+        mode = torch.onnx.TrainingMode.PRESERVE
+    else:
+        module.eval()
+    torch.onnx.export(module, torch.randn(*shape), str(path), opset_version=opset, do_constant_folding=True,
+                      training=mode)
+    return path
+
+
+@pytest.mark.parametrize("opset", [13, 17])
+def test_real_torchvision_exports_predict(registered, tmp_path, opset):
+    """Exporters compute shapes at run time (Shape → Gather → Div → Slice in ShuffleNetV2's chunk, a ViT's class
+    token expanded to the batch, Swin's window padding and roll): every one loads and is predicted."""
+    torch = pytest.importorskip("torch")
+    models = pytest.importorskip("torchvision.models")
+    from torchvision.models.swin_transformer import SwinTransformer
+    from torchvision.models.vision_transformer import VisionTransformer
+    torch.manual_seed(0)
+    cases = {
+        "shufflenet_v2": (models.shufflenet_v2_x0_5(), (1, 3, 64, 64)),
+        "efficientnet_b0": (models.efficientnet_b0(), (1, 3, 64, 64)),
+        "vit": (VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64),
+                (1, 3, 32, 32)),
+        "swin": (SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2], window_size=[4, 4]),
+                 (1, 3, 40, 40)),
+    }
+    predictor = nn_meter.load_predictor_folder(str(registered[1] / "predictor_build" / "predictor"))
+    with torch.no_grad():
+        for name, (module, shape) in cases.items():
+            path = _export(torch, module, shape, tmp_path / f"{name}.onnx", opset)
+            detail = predictor.predict_detail(str(path))
+            assert detail["latency_ms"] > 0, name
+            assert nn_meter.model_file_to_graph(str(path)), name
+
+
+def test_exported_swish_convs_use_the_swish_kernel_or_say_which_stand_in(registered, tmp_path):
+    """torch.onnx.export folds BN into the conv and writes SiLU as Sigmoid·Mul: the unit is conv-bn-swish's, and a
+    predictor without that kernel names the stand-in it used rather than predicting it silently as conv-bn-relu."""
+    torch = pytest.importorskip("torch")
+    models = pytest.importorskip("torchvision.models")
+    import shutil
+    folder = tmp_path / "predictor"
+    shutil.copytree(registered[1] / "predictor_build" / "predictor", folder)
+    (folder / "fusion_rules.json").write_text(json.dumps(
+        {name: {"obey": True} for name in ("BF_conv_relu", "BF_conv_swish", "BF_dwconv_swish", "BF_conv_bn")}))
+    with torch.no_grad():
+        path = _export(torch, models.efficientnet_b0(), (1, 3, 64, 64), tmp_path / "efficientnet_b0.onnx", 13)
+    detail = nn_meter.load_predictor_folder(str(folder)).predict_detail(str(path))
+    swish = [k for k in detail["kernels"] if k["op"] == "conv-swish"]
+    assert swish and {k["kernel"] for k in swish} == {"conv-bn-swish"}
+    assert all(k["stand_in"] and k["predictor_kernel"] == "conv-bn-relu" for k in swish)
+    assert detail["stand_ins"]["conv-bn-swish -> conv-bn-relu"] == len(swish)
+    home = tmp_path / "home"
+    run_cli("register", "--predictor", folder / "meta.yaml", home=home)
+    cli = run_cli("predict", "--predictor", "tiny", "--onnx", path, home=home)
+    assert "conv-bn-swish -> conv-bn-relu" in cli.stdout + cli.stderr

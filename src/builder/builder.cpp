@@ -245,7 +245,7 @@ std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std:
       // The sample goes to the kernel whose predictor will predict the layer (a lone conv: conv-bn-relu's),
       // chosen among all kernels built: one whose samples a rerun continues is not replaced by a stand-in.
       std::string kernel;
-      for (std::string_view candidate : stand_in_kernels(k.kernel))
+      for (const std::string& candidate : stand_in_kernels(k.kernel))
         if (std::find(kernels.begin(), kernels.end(), candidate) != kernels.end()) {
           kernel = candidate;
           break;

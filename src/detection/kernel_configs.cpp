@@ -88,13 +88,28 @@ void hw_cin(KernelConfig& c, const Shape& s) {
   c["CIN"] = channels(s);
 }
 
+// The builder kernel of a fused conv: the one of its ops when the builder has it. Exporters fold
+// BatchNormalization into the conv's weights (torch.onnx.export does), and a BN the backend folds costs
+// nothing either, so conv-swish is an instance of conv-bn-swish and the other way round. Otherwise the
+// kernel is named by its ops, and prediction picks a stand-in and says which (stand_in_kernels).
+std::string conv_kernel(const std::string& type, const std::string& key) {
+  if (key == type) return type + "-block";
+  const auto& names = builtin_kernel_names();
+  if (names.count(key)) return key;
+  const std::string rest = key.substr(type.size());  // "-swish", "-bn-swish", ...
+  const bool has_bn = rest == "-bn" || rest.rfind("-bn-", 0) == 0;
+  const std::string toggled = has_bn ? type + rest.substr(3) : type + "-bn" + rest;
+  if (names.count(toggled)) return toggled;
+  if (toggled == type && names.count(type + "-block")) return type + "-block";
+  return key;
+}
+
 void conv_config(const IrNode& n, const std::string& type, const std::string& key, DetectedKernel& k) {
   const Shape& in = n.input_shapes[0];
   const Shape& out = n.output_shapes[0];
   if (in.size() != 4 || out.size() != 4) return unsupported(k, "only 2-D convolutions have a kernel, got input " + fmt::format("{}", fmt::join(in, "x")));
   const int64_t group = std::max<int64_t>(1, attr_int(n.attr, "group", 1));
-  const std::string family = type == "dwconv" ? "dwconv-bn-relu" : "conv-bn-relu";
-  k.kernel = key == type ? type + "-block" : builtin_kernel_names().count(key) ? key : family;
+  k.kernel = conv_kernel(type, key);
   KernelConfig& c = k.config;
   c["HW"] = spatial_size(in);
   c["KERNEL_SIZE"] = square_of(n, "kernel_shape", 1);

@@ -1,6 +1,7 @@
 #include "nnmeter/evaluate.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -250,6 +251,8 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.predicted_ms = p.latency_ms;
       m.kernels_ms = p.kernels_ms;
       m.footprint_mb = p.footprint_mb;
+      m.stand_ins = p.stand_ins();
+      m.uncovered_ops = p.uncovered.size();
       for (const KernelPrediction& k : p.kernels)
         if (!k.predictor_kernel.empty()) m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
       if (settings.kernels && i < evaluated)
@@ -381,6 +384,8 @@ Json EvaluateReport::to_json() const {
       if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
       if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
       if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
+      if (!m.stand_ins.empty()) j["stand_ins"] = m.stand_ins;
+      if (m.uncovered_ops > 0) j["uncovered_ops"] = m.uncovered_ops;
       if (!m.error.empty()) j["failure"] = m.error;
       if (m.split) {
         j["kernels_predicted_ms"] = m.split->predicted_ms;
@@ -467,6 +472,34 @@ std::string EvaluateReport::to_csv() const {
   return out;
 }
 
+namespace {
+
+// How many models had kernels predicted by a stand-in regressor or ops left uncounted: a prediction error that
+// no calibration fixes, said next to the score.
+std::string coverage_line(const std::vector<ModelEvaluation>& models) {
+  std::map<std::string, size_t> stand_ins;
+  size_t with_stand_ins = 0, with_uncovered = 0, uncovered = 0;
+  for (const auto& m : models) {
+    with_stand_ins += !m.stand_ins.empty();
+    with_uncovered += m.uncovered_ops > 0;
+    uncovered += m.uncovered_ops;
+    for (const auto& [what, n] : m.stand_ins) stand_ins[what] += n;
+  }
+  std::string out;
+  if (with_stand_ins > 0) {
+    std::vector<std::string> parts;
+    for (const auto& [what, n] : stand_ins) parts.push_back(fmt::format("{} x{}", what, n));
+    out += fmt::format("{} of {} models have kernels predicted by another kernel's regressor: {}\n", with_stand_ins,
+                       models.size(), fmt::join(parts, ", "));
+  }
+  if (with_uncovered > 0)
+    out += fmt::format("{} of {} models have ops no predictor counts ({} ops; nn-meter predict names them)\n", with_uncovered,
+                       models.size(), uncovered);
+  return out;
+}
+
+}  // namespace
+
 std::string EvaluateReport::to_table() const {
   std::string out = fmt::format("{:<34} {:>12} {:>12} {:>8} {:>10}\n", "model", "measured(ms)", "predicted", "error",
                                 "repeat dev");
@@ -487,6 +520,7 @@ std::string EvaluateReport::to_table() const {
                      "{:.1f}% — the ceiling for the accuracy above\n",
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
+  out += coverage_line(models);
   if (calibration) {
     out += fmt::format("with the composition fitted on the {} networks of --calibrate-on, measured in the same order ({}; {})",
                        calibration->before.models, composition->describe(), composition->describe_fit());

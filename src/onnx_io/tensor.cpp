@@ -4,7 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <numeric>
 
 namespace nnmeter::onnx_io {
@@ -23,9 +26,23 @@ std::vector<float> HostTensor::to_floats() const {
   return out;
 }
 
+namespace {
+
+// Exporters write "to the end" as INT64_MAX (a Slice's ends, torch.roll's), which a double rounds up to 2^63:
+// the conversion back saturates instead of overflowing.
+int64_t saturated_int64(double v) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (std::isnan(v)) return 0;
+  if (v >= kLimit) return std::numeric_limits<int64_t>::max();
+  if (v < -kLimit) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
 std::vector<int64_t> HostTensor::to_ints() const {
   std::vector<int64_t> out(data.size());
-  std::transform(data.begin(), data.end(), out.begin(), [](double v) { return static_cast<int64_t>(v); });
+  std::transform(data.begin(), data.end(), out.begin(), saturated_int64);
   return out;
 }
 
@@ -107,7 +124,9 @@ void set_raw(const std::vector<double>& values, onnx::TensorProto& proto) {
   raw->resize(values.size() * sizeof(T));
   char* out = raw->data();
   for (const double v : values) {
-    const T x = static_cast<T>(v);
+    T x;
+    if constexpr (std::is_same_v<T, int64_t>) x = saturated_int64(v);
+    else x = static_cast<T>(v);
     std::memcpy(out, &x, sizeof(T));
     out += sizeof(T);
   }

@@ -14,6 +14,7 @@
 #include <unordered_set>
 
 #include "common/graph_order.h"
+#include "onnx_io/fold.h"
 #include "prediction/onnx_model.h"
 #include "prediction/internal.h"
 
@@ -90,23 +91,93 @@ bool fully_known(const onnx::TensorShapeProto& values) {
 bool materialize_propagated(onnx::GraphProto& g, const std::unordered_map<std::string, onnx::TensorShapeProto>& data) {
   std::unordered_set<std::string> initializers;
   for (const auto& t : g.initializer()) initializers.insert(t.name());
+  // Data propagation holds a scalar's value as a list of one: its declared rank decides which it is.
+  std::unordered_set<std::string> scalars;
+  for (const auto& vi : g.value_info())
+    if (auto s = static_shape(vi.type()); s && s->empty()) scalars.insert(vi.name());
   bool added = false;
   for (auto& node : *g.mutable_node())
     for (auto& in : *node.mutable_input()) {
       auto it = data.find(in);
       if (in.empty() || initializers.count(in) || it == data.end() || !fully_known(it->second)) continue;
+      const bool scalar = scalars.count(in) > 0;
+      if (scalar && it->second.dim_size() != 1) continue;
       const std::string folded = in + "__nnmeter_folded";
       if (initializers.insert(folded).second) {
         auto* t = g.add_initializer();
         t->set_name(folded);
         t->set_data_type(onnx::TensorProto::INT64);
-        t->add_dims(it->second.dim_size());
+        if (!scalar) t->add_dims(it->second.dim_size());
         for (const auto& d : it->second.dim()) t->add_int64_data(d.dim_value());
       }
       in = folded;
       added = true;
     }
   return added;
+}
+
+// What data propagation leaves (ONNX 1.12 has none for Div, Range, Where, Expand, ConstantOfShape, ...):
+// every node onnx_io::fold_node computes from small initializers and static shapes is evaluated, and the nodes
+// that read its outputs get them as initializers, so that the next inference pass sees constants.
+bool fold_load_time_constants(onnx::GraphProto& g) {
+  std::unordered_map<std::string, Shape> shapes;
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list)
+      if (auto s = static_shape(vi.type())) shapes[vi.name()] = std::move(*s);
+  std::unordered_map<std::string, onnx_io::HostTensor> values;
+  std::unordered_set<std::string> initializers;
+  for (const auto& t : g.initializer()) {
+    initializers.insert(t.name());
+    shapes[t.name()] = Shape(t.dims().begin(), t.dims().end());
+    if (onnx_io::numel(shapes[t.name()]) > onnx_io::kMaxFoldElements) continue;  // weights are not shape arithmetic
+    try {
+      values[t.name()] = onnx_io::from_tensor_proto(t, t.name());
+    } catch (const Error&) {
+      // An initializer the codec cannot read is reported where it is used, not here.
+    }
+  }
+  std::unordered_set<std::string> folded;  // outputs of evaluated nodes
+  for (const auto& node : g.node()) {
+    std::vector<onnx_io::FoldInput> inputs;
+    for (const auto& in : node.input()) {
+      const auto v = values.find(in);
+      const auto s = shapes.find(in);
+      inputs.push_back({in.empty() || v == values.end() ? nullptr : &v->second, in.empty() || s == shapes.end() ? nullptr : &s->second});
+    }
+    auto outputs = onnx_io::fold_node(node, inputs);
+    if (!outputs) continue;
+    for (int i = 0; i < node.output_size(); ++i) {
+      const std::string& name = node.output(i);
+      if (name.empty()) continue;
+      shapes[name] = (*outputs)[static_cast<size_t>(i)].dims;
+      values[name] = std::move((*outputs)[static_cast<size_t>(i)]);
+      folded.insert(name);
+    }
+  }
+  if (folded.empty()) return false;
+  std::unordered_set<std::string> graph_outputs;
+  for (const auto& o : g.output()) graph_outputs.insert(o.name());
+  // Evaluated nodes leave the graph (ONNX's inference of them is what failed, e.g. 1.12's data propagation
+  // through Unsqueeze of a scalar in Swin's window padding), unless the graph returns their value.
+  auto* nodes = g.mutable_node();
+  bool changed = false;
+  for (int i = nodes->size(); i-- > 0;) {
+    const auto& node = nodes->Get(i);
+    const bool evaluated = node.output_size() > 0 && folded.count(node.output(0));
+    if (!evaluated || std::any_of(node.output().begin(), node.output().end(), [&](const auto& o) { return graph_outputs.count(o); }))
+      continue;
+    nodes->DeleteSubrange(i, 1);
+    changed = true;
+  }
+  for (auto& node : *nodes)
+    for (auto& in : *node.mutable_input()) {
+      if (!folded.count(in) || graph_outputs.count(in)) continue;
+      const std::string name = in + "__nnmeter_folded";
+      if (initializers.insert(name).second) *g.add_initializer() = onnx_io::to_tensor_proto(values.at(in), name);
+      in = name;
+      changed = true;
+    }
+  return changed;
 }
 
 bool all_outputs_static(const onnx::GraphProto& g) {
@@ -144,12 +215,23 @@ ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& orig
   for (auto& o : *g.mutable_output()) o.mutable_type()->mutable_tensor_type()->clear_shape();
   static const ShapeRegistry registry;
   check_node_schemas(model, origin);
-  const onnx::ShapeInferenceOptions options{/*check_type=*/false, /*error_mode=*/1, /*enable_data_propagation=*/true};
+  // Passes that skip a node ONNX cannot infer (its outputs stay unknown) until nothing more folds; then, if
+  // a shape is still unknown, one strict pass reports ONNX's own error.
+  const onnx::ShapeInferenceOptions lenient{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
+  const onnx::ShapeInferenceOptions strict{/*check_type=*/false, /*error_mode=*/1, /*enable_data_propagation=*/true};
   try {
     for (int pass = 0; pass < 64; ++pass) {
       std::unordered_map<std::string, onnx::TensorShapeProto> data;
-      onnx::shape_inference::InferShapes(model, &registry, options, &data);
-      if (all_outputs_static(g) || !materialize_propagated(g, data)) break;
+      onnx::shape_inference::InferShapes(model, &registry, lenient, &data);
+      if (all_outputs_static(g)) break;
+      // Folded first: where both apply, ONNX's propagated values are the ones that can be wrong.
+      const bool folded = fold_load_time_constants(g);
+      if (!materialize_propagated(g, data) && !folded) {
+        g.clear_value_info();
+        data.clear();
+        onnx::shape_inference::InferShapes(model, &registry, strict, &data);
+        break;
+      }
       g.clear_value_info();
     }
   } catch (const std::exception& e) {

@@ -68,27 +68,47 @@ std::unique_ptr<FeatureParser> parser_for(const std::string& kernel, const Regis
 }
 
 // Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
-std::vector<std::string_view> elementwise_candidates(bool binary) {
+std::vector<std::string> elementwise_candidates(bool binary) {
   if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
   return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
 }
 
 }  // namespace
 
-std::vector<std::string_view> stand_in_kernels(const std::string& kernel) {
-  if (kernel.rfind("dwconv-", 0) == 0)
-    return {kernel, "dwconv-bn-relu", "dwconv-bn-relu6", "dwconv-relu", "dwconv-bn", "dwconv-relu6", "dwconv-block",
-            "dwconv-bn-hswish"};
-  if (kernel.rfind("conv-", 0) == 0)
-    return {kernel, "conv-bn-relu", "conv-bn-relu6", "conv-relu", "conv-bn", "conv-relu6", "conv-block", "conv-hswish",
-            "conv-bn-hswish"};
-  if (kernel == "bnrelu") return {kernel, "bn"};
-  if (kernel == "bn") return {kernel, "bnrelu"};
-  if (kernel == "addrelu") return {kernel, "add"};
-  if (kernel == "add") return {kernel, "addrelu"};
-  if (kernel == "hswish") return {kernel, "swish"};
-  if (kernel == "swish") return {kernel, "hswish"};
-  return {kernel};
+std::vector<std::string> stand_in_kernels(const std::string& kernel) {
+  std::vector<std::string> out = {kernel};
+  auto add = [&](std::string k) {
+    if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(std::move(k));
+  };
+  for (const std::string type : {"dwconv", "conv"}) {
+    if (kernel.rfind(type + "-", 0) != 0) continue;
+    // The same activation first (BN folded into the conv costs nothing), then its nearest twin, then nn-Meter's
+    // family order.
+    std::string act;
+    for (size_t end = kernel.size(), start; end > type.size(); end = start) {
+      start = kernel.rfind('-', end - 1);
+      const std::string part = kernel.substr(start + 1, end - start - 1);
+      if (part == "relu" || part == "relu6" || part == "hswish" || part == "swish") {
+        act = part;
+        break;
+      }
+    }
+    const std::string twin = act == "relu" ? "relu6" : act == "relu6" ? "relu" : act == "swish" ? "hswish" : "swish";
+    for (const std::string& a : act.empty() ? std::vector<std::string>{} : std::vector<std::string>{act, twin}) {
+      add(type + "-bn-" + a);
+      add(type + "-" + a);
+    }
+    for (const char* member : {"bn-relu", "bn-relu6", "relu", "bn", "relu6", "block", "hswish", "bn-hswish"})
+      add(type + "-" + member);
+    return out;
+  }
+  if (kernel == "bnrelu") add("bn");
+  if (kernel == "bn") add("bnrelu");
+  if (kernel == "addrelu") add("add");
+  if (kernel == "add") add("addrelu");
+  if (kernel == "hswish") add("swish");
+  if (kernel == "swish") add("hswish");
+  return out;
 }
 
 LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder) { return from_folder(folder, Registry()); }
@@ -145,7 +165,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       for (const auto& n : ir.nodes) by_name.emplace(n.name, &n);
     for (const auto& node : nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
   };
-  auto pick = [&](const std::vector<std::string_view>& options) -> std::string {
+  auto pick = [&](const auto& options) -> std::string {
     for (const auto& o : options)
       if (s.parsers.count(o)) return std::string(o);
     return "";
@@ -154,7 +174,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   std::map<std::string, std::vector<size_t>> batches;  // predictor kernel → its kernels (indices in out.kernels)
   for (auto& k : detect_kernels(ir, s.rules)) {
     KernelPrediction p{std::move(k.name), std::move(k.op), "", std::move(k.kernel), std::move(k.config), {}, 0.0,
-                       k.groups, "", std::move(k.nodes)};
+                       k.groups, "", std::move(k.nodes), false};
     if (k.kind == KernelKind::unsupported) {
       uncover(p.nodes, k.reason);
       continue;
@@ -165,16 +185,17 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       continue;
     }
     const bool ew = k.kind == KernelKind::elementwise;
-    const auto options = ew ? elementwise_candidates(k.binary) : stand_in_kernels(p.kernel);
+    const std::vector<std::string> options = ew ? elementwise_candidates(k.binary) : stand_in_kernels(p.kernel);
     p.predictor_kernel = pick(options);
     if (p.predictor_kernel.empty()) {
       uncover(p.nodes, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : p.kernel,
                              fmt::join(options, ", ")));
       continue;
     }
+    p.stand_in = ew || p.predictor_kernel != p.kernel;
     if (ew)
       p.note = fmt::format("element-wise {} covered by the {} predictor", p.op, p.predictor_kernel);
-    else if (p.predictor_kernel != p.kernel)
+    else if (p.stand_in)
       p.note = fmt::format("no {} predictor; predicted by {}", p.kernel, p.predictor_kernel);
     if (k.groups > 1)
       p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", k.groups,
@@ -208,6 +229,16 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
     out.latency_ms = s.composition->latency(out.kernels_ms, out.unscaled_ms, out.footprint_mb) * out.neighbour_factor;
   }
 
+  if (const auto stand_ins = out.stand_ins(); !stand_ins.empty()) {
+    std::vector<std::string> parts;
+    size_t n = 0;
+    for (const auto& [what, count] : stand_ins) {
+      parts.push_back(fmt::format("{} x{}", what, count));
+      n += count;
+    }
+    spdlog::warn("{}: {} kernels are predicted by another kernel's regressor (the predictor has none of their own): {}",
+                 ir.origin, n, fmt::join(parts, ", "));
+  }
   if (!out.uncovered.empty()) {
     std::map<std::string, size_t> types;
     for (const auto& u : out.uncovered) ++types[u.type];
@@ -220,6 +251,13 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   return out;
 }
 
+std::map<std::string, size_t> ModelPrediction::stand_ins() const {
+  std::map<std::string, size_t> out;
+  for (const auto& k : kernels)
+    if (k.stand_in) ++out[fmt::format("{} -> {}", k.kernel.empty() ? k.op : k.kernel, k.predictor_kernel)];
+  return out;
+}
+
 Json ModelPrediction::to_json() const {
   Json ks = Json::array();
   for (const auto& k : kernels) {
@@ -227,6 +265,7 @@ Json ModelPrediction::to_json() const {
               {"config", k.config},     {"features", k.features}, {"latency_ms", k.latency_ms}, {"nodes", k.nodes}};
     if (k.groups > 1) j["groups"] = k.groups;
     if (!k.note.empty()) j["note"] = k.note;
+    if (k.stand_in) j["stand_in"] = true;
     ks.push_back(std::move(j));
   }
   Json un = Json::array();
@@ -240,6 +279,7 @@ Json ModelPrediction::to_json() const {
           {"neighbour_factor", neighbour_factor},
           {"kernels", ks},
           {"uncovered", un},
+          {"stand_ins", stand_ins()},
           {"node_count", node_count}};
 }
 

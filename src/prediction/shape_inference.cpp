@@ -10,6 +10,7 @@
 #include <span>
 #include <unordered_set>
 
+#include "onnx_io/fold.h"
 #include "onnx_io/shape_rules.h"
 #include "prediction/internal.h"
 
@@ -27,12 +28,6 @@ void require(bool ok) {
   if (!ok) throw Unsupported{};
 }
 
-const onnx::AttributeProto* find_attr(const onnx::NodeProto& n, std::string_view name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
 // The i-th input; a node with fewer makes inference give up (ONNX's schema check then reports it).
 const std::string& input(const onnx::NodeProto& n, int i) {
   require(i < n.input_size());
@@ -40,13 +35,13 @@ const std::string& input(const onnx::NodeProto& n, int i) {
 }
 
 int64_t int_attr(const onnx::NodeProto& n, std::string_view name, int64_t fallback) {
-  const auto* a = find_attr(n, name);
+  const auto* a = onnx_io::find_attribute(n, name);
   return a ? a->i() : fallback;
 }
 
 // A view of the node's own values: every conv and pool reads four of these.
 std::optional<std::span<const int64_t>> ints_attr(const onnx::NodeProto& n, std::string_view name) {
-  const auto* a = find_attr(n, name);
+  const auto* a = onnx_io::find_attribute(n, name);
   if (!a) return std::nullopt;
   return std::span<const int64_t>(a->ints().data(), static_cast<size_t>(a->ints_size()));
 }
@@ -153,7 +148,7 @@ class Inference {
   // Conv and pooling share ONNX's convPoolShapeInference; `kernel` is the window, `channels` the output's.
   void window(const onnx::NodeProto& n, const Shape& in, std::span<const int64_t> kernel, int64_t channels, bool ceil_mode) {
     require(in.size() >= 3 && kernel.size() == in.size() - 2);
-    const auto* auto_pad = find_attr(n, "auto_pad");
+    const auto* auto_pad = onnx_io::find_attribute(n, "auto_pad");
     const std::string pad_mode = auto_pad ? auto_pad->s() : "NOTSET";
     const size_t k = kernel.size();
     const auto strides = ints_attr(n, "strides"), dilations = ints_attr(n, "dilations"), pads = ints_attr(n, "pads");
@@ -245,7 +240,7 @@ class Inference {
   void split(const onnx::NodeProto& n) {
     const Shape& in = shape(input(n, 0));
     const size_t axis = axis_index(int_attr(n, "axis", 0), in.size());
-    require(!find_attr(n, "num_outputs"));
+    require(!onnx_io::find_attribute(n, "num_outputs"));
     std::vector<int64_t> sizes;
     if (auto attr = ints_attr(n, "split")) sizes.assign(attr->begin(), attr->end());
     else if (n.input_size() > 1 && !input(n, 1).empty()) sizes = values(input(n, 1));
@@ -325,7 +320,7 @@ class Inference {
   }
 
   void shape_op(const onnx::NodeProto& n) {
-    require(!find_attr(n, "start") && !find_attr(n, "end"));
+    require(!onnx_io::find_attribute(n, "start") && !onnx_io::find_attribute(n, "end"));
     const Shape& in = shape(input(n, 0));
     values_[n.output(0)] = in;
     set(n, {static_cast<int64_t>(in.size())});

@@ -287,6 +287,32 @@ TEST(Detection, SwishConvsAndTheShuffleChainFollowTheRules) {
     }
 }
 
+// torch.onnx.export folds BatchNormalization into the conv: conv + SiLU is still the swish kernel (a folded BN
+// costs nothing), never conv-bn-relu's; a conv with an activation no kernel has is named by its ops.
+TEST(Detection, ConvsWithoutBnKeepTheirActivationsKernel) {
+  Builder b("exported");
+  const auto x = b.input("x", {1, 16, 16, 16});
+  const auto y = b.swish(b.conv(x, 16, 3));
+  const auto z = b.swish(b.conv(y, 16, 3, 1, -1, 16));
+  const auto h = b.hardswish(b.conv(z, 16, 3, 1, -1, 16));
+  b.output(b.sigmoid(b.conv(h, 16, 1)));
+  const auto ks = detect(b.model(), rules({"BF_conv_swish", "BF_dwconv_swish", "BF_dwconv_hswish", "BF_conv_sigmoid"}));
+  EXPECT_EQ(ops_of(ks), (S{"conv-swish", "dwconv-swish", "dwconv-hswish", "conv-sigmoid"}));
+  EXPECT_EQ(kernel_with_op(ks, "conv-swish").kernel, "conv-bn-swish");
+  EXPECT_EQ(kernel_with_op(ks, "dwconv-swish").kernel, "dwconv-bn-swish");
+  EXPECT_EQ(kernel_with_op(ks, "dwconv-hswish").kernel, "dwconv-bn-hswish");
+  EXPECT_EQ(kernel_with_op(ks, "conv-sigmoid").kernel, "conv-sigmoid");
+}
+
+TEST(Detection, StandInsKeepTheActivationFirst) {
+  EXPECT_EQ(stand_in_kernels("conv-bn-swish"), (S{"conv-bn-swish", "conv-swish", "conv-bn-hswish", "conv-hswish", "conv-bn-relu",
+                                                  "conv-bn-relu6", "conv-relu", "conv-bn", "conv-relu6", "conv-block"}));
+  EXPECT_EQ(stand_in_kernels("dwconv-relu-add").at(1), "dwconv-bn-relu");
+  EXPECT_EQ(stand_in_kernels("conv-sigmoid").at(1), "conv-bn-relu");
+  EXPECT_EQ(stand_in_kernels("bn"), (S{"bn", "bnrelu"}));
+  EXPECT_EQ(stand_in_kernels("fc"), (S{"fc"}));
+}
+
 TEST(FusionRules, ReadsObeyNullAndOldNames) {
   const auto r = FusionRules::from_json(
       {{"BF_conv_relu", {{"obey", true}}}, {"BF_relu_relu", {{"obey", false}}}, {"BF_dense_relu", {{"obey", true}}},

@@ -127,6 +127,26 @@ TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
   EXPECT_DOUBLE_EQ(p.latency_ms, p.kernels.at(0).latency_ms);
 }
 
+// An exported EfficientNet block (BN folded, SiLU as Sigmoid·Mul): with the swish kernel it is predicted by its
+// own regressor; without it by conv-bn-relu's, and the prediction says so.
+TEST(Predict, StandInsAreNamedPerModel) {
+  Builder b("silu");
+  b.output(b.swish(b.conv(b.input("x", {1, 8, 16, 16}), 16, 3)));
+  const Json rules = test::rules_json({"BF_conv_swish"});
+  const Folder own({"conv-bn-swish", "conv-bn-relu"}, rules);
+  const ModelPrediction p = LatencyPredictor::from_folder(own.path).predict_ir(onnx_to_ir(b.model(), "silu"));
+  EXPECT_EQ(with_op(p, "conv-swish").predictor_kernel, "conv-bn-swish");
+  EXPECT_FALSE(with_op(p, "conv-swish").stand_in);
+  EXPECT_TRUE(p.stand_ins().empty());
+
+  const Folder other({"conv-bn-relu"}, rules);
+  const ModelPrediction q = LatencyPredictor::from_folder(other.path).predict_ir(onnx_to_ir(b.model(), "silu"));
+  EXPECT_EQ(with_op(q, "conv-swish").predictor_kernel, "conv-bn-relu");
+  EXPECT_TRUE(with_op(q, "conv-swish").stand_in);
+  EXPECT_EQ(q.stand_ins(), (std::map<std::string, size_t>{{"conv-bn-swish -> conv-bn-relu", 1}}));
+  EXPECT_EQ(q.to_json()["stand_ins"], Json({{"conv-bn-swish -> conv-bn-relu", 1}}));
+}
+
 TEST(Predict, PredictorWithoutFusionRulesIsAnError) {
   const Folder folder({"relu"}, nullptr);
   const std::string err = error_of([&] { LatencyPredictor::from_folder(folder.path); });
