@@ -267,9 +267,11 @@ def _export(torch, module, shape, path, opset):
 @pytest.mark.parametrize("opset", [13, 17])
 def test_real_torchvision_exports_predict(registered, tmp_path, opset):
     """Exporters compute shapes at run time (Shape → Gather → Div → Slice in ShuffleNetV2's chunk, a ViT's class
-    token expanded to the batch, Swin's window padding and roll): every one loads and is predicted."""
+    token expanded to the batch, Swin's window padding and roll, MaxViT's Einsum): every one loads and is
+    predicted."""
     torch = pytest.importorskip("torch")
     models = pytest.importorskip("torchvision.models")
+    from torchvision.models.maxvit import MaxVit
     from torchvision.models.swin_transformer import SwinTransformer
     from torchvision.models.vision_transformer import VisionTransformer
     torch.manual_seed(0)
@@ -280,6 +282,9 @@ def test_real_torchvision_exports_predict(registered, tmp_path, opset):
                 (1, 3, 32, 32)),
         "swin": (SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 2], window_size=[4, 4]),
                  (1, 3, 40, 40)),
+        # Its attention is an Einsum, whose output ONNX 1.12 does not infer.
+        "maxvit": (MaxVit(input_size=(32, 32), stem_channels=8, partition_size=2, block_channels=[8, 16],
+                          block_layers=[1, 1], head_dim=4, stochastic_depth_prob=0.0), (1, 3, 32, 32)),
     }
     predictor = nn_meter.load_predictor_folder(str(registered[1] / "predictor_build" / "predictor"))
     with torch.no_grad():

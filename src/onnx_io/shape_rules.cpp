@@ -1,6 +1,9 @@
 #include "onnx_io/shape_rules.h"
 
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <string>
 
 namespace nnmeter::onnx_io {
 
@@ -35,6 +38,69 @@ std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
     const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
     if (da != db && da != 1 && db != 1) return std::nullopt;
     out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::optional<Shape> einsum_shape(std::string_view equation, const std::vector<Shape>& inputs) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  const size_t arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms(1);
+  for (char c : lhs) {
+    if (c == ',') terms.emplace_back();
+    else terms.back() += c;
+  }
+  if (terms.size() != inputs.size()) return std::nullopt;
+  std::map<char, int64_t> dims;
+  std::map<char, int> uses;
+  std::optional<Shape> ellipsis;  // the broadcast of every input's "..." dims
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string& t = terms[i];
+    const size_t dots = t.find("...");
+    const std::string letters = dots == std::string::npos ? t : t.substr(0, dots) + t.substr(dots + 3);
+    if (letters.size() > inputs[i].size() || (dots == std::string::npos && letters.size() != inputs[i].size()))
+      return std::nullopt;
+    const size_t extra = inputs[i].size() - letters.size();  // dims the ellipsis stands for
+    const size_t before = dots == std::string::npos ? letters.size() : dots;
+    for (size_t k = 0; k < letters.size(); ++k) {
+      const char c = letters[k];
+      if (!std::isalpha(static_cast<unsigned char>(c))) return std::nullopt;
+      const int64_t d = inputs[i][k < before ? k : k + extra];
+      auto [it, fresh] = dims.emplace(c, d);
+      if (!fresh && it->second != d) {
+        if (it->second != 1 && d != 1) return std::nullopt;
+        it->second = std::max(it->second, d);
+      }
+      ++uses[c];
+    }
+    if (dots != std::string::npos) {
+      const Shape part(inputs[i].begin() + static_cast<std::ptrdiff_t>(before),
+                       inputs[i].begin() + static_cast<std::ptrdiff_t>(before + extra));
+      ellipsis = ellipsis ? broadcast_shapes(*ellipsis, part) : part;
+      if (!ellipsis) return std::nullopt;
+    }
+  }
+  std::string out_term;
+  if (arrow != std::string::npos) {
+    out_term = eq.substr(arrow + 2);
+  } else {  // implicit: the ellipsis, then the letters used once, in alphabetical order
+    if (ellipsis) out_term = "...";
+    for (const auto& [c, n] : uses)
+      if (n == 1) out_term += c;
+  }
+  Shape out;
+  for (size_t k = 0; k < out_term.size(); ++k) {
+    if (out_term.compare(k, 3, "...") == 0) {
+      if (ellipsis) out.insert(out.end(), ellipsis->begin(), ellipsis->end());
+      k += 2;
+      continue;
+    }
+    const auto it = dims.find(out_term[k]);
+    if (it == dims.end()) return std::nullopt;
+    out.push_back(it->second);
   }
   return out;
 }

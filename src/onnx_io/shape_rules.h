@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "nnmeter/common.h"
 
@@ -27,5 +28,10 @@ std::optional<WindowAxis> window_axis(int64_t in, int64_t extent, int64_t stride
 
 // numpy's (ONNX's multidirectional) broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+
+// The output shape of an Einsum (explicit "->" or implicit output, spaces allowed, letters a-z and A-Z; an
+// ellipsis broadcasts the leading dims). nullopt when the equation does not parse or the dims disagree.
+// ONNX 1.12 infers no Einsum output (torchvision's MaxViT writes "B G H I D, B G H J D -> B G H I J").
+std::optional<Shape> einsum_shape(std::string_view equation, const std::vector<Shape>& inputs);
 
 }  // namespace nnmeter::onnx_io

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <string_view>
 #include <cmath>
 #include <unordered_map>
@@ -15,6 +16,8 @@
 
 #include "common/graph_order.h"
 #include "onnx_io/fold.h"
+#include "onnx_io/shape_rules.h"
+#include "onnx_io/tensor.h"
 #include "prediction/onnx_model.h"
 #include "prediction/internal.h"
 
@@ -180,6 +183,42 @@ bool fold_load_time_constants(onnx::GraphProto& g) {
   return changed;
 }
 
+// Shapes of ops ONNX 1.12 infers nothing for (Einsum), from their inputs' static shapes: declared as value_info
+// (kept across passes in `declared`), which inference then builds on. Returns whether any was added.
+bool supplement_shapes(const onnx::GraphProto& g, std::map<std::string, onnx::ValueInfoProto>& declared) {
+  std::unordered_map<std::string, const onnx::TypeProto*> types;
+  for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
+    for (const auto& vi : *list) types[vi.name()] = &vi.type();
+  std::unordered_map<std::string, Shape> initializers;
+  for (const auto& t : g.initializer()) initializers[t.name()] = Shape(t.dims().begin(), t.dims().end());
+  auto shape_of = [&](const std::string& name) -> std::optional<Shape> {
+    if (auto it = initializers.find(name); it != initializers.end()) return it->second;
+    if (auto it = types.find(name); it != types.end()) return static_shape(*it->second);
+    return std::nullopt;
+  };
+  bool added = false;
+  for (const auto& node : g.node()) {
+    if (node.op_type() != "Einsum" || node.output_size() != 1 || declared.count(node.output(0)) || shape_of(node.output(0)))
+      continue;
+    const auto* equation = onnx_io::find_attribute(node, "equation");
+    std::vector<Shape> inputs;
+    for (const auto& in : node.input())
+      if (auto s = shape_of(in)) inputs.push_back(std::move(*s));
+    if (!equation || static_cast<int>(inputs.size()) != node.input_size()) continue;
+    const auto out = onnx_io::einsum_shape(equation->s(), inputs);
+    if (!out) continue;
+    onnx::ValueInfoProto vi;
+    vi.set_name(node.output(0));
+    const auto it = types.find(node.input(0));
+    vi.mutable_type()->mutable_tensor_type()->set_elem_type(
+        it != types.end() ? it->second->tensor_type().elem_type() : static_cast<int>(onnx::TensorProto::FLOAT));
+    set_dims(vi, *out);
+    declared[node.output(0)] = std::move(vi);
+    added = true;
+  }
+  return added;
+}
+
 bool all_outputs_static(const onnx::GraphProto& g) {
   std::unordered_set<std::string_view> shaped;
   for (const auto* list : {&g.input(), &g.value_info(), &g.output()})
@@ -219,6 +258,11 @@ ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& orig
   // a shape is still unknown, one strict pass reports ONNX's own error.
   const onnx::ShapeInferenceOptions lenient{/*check_type=*/false, /*error_mode=*/0, /*enable_data_propagation=*/true};
   const onnx::ShapeInferenceOptions strict{/*check_type=*/false, /*error_mode=*/1, /*enable_data_propagation=*/true};
+  std::map<std::string, onnx::ValueInfoProto> supplemented;
+  auto restart = [&] {
+    g.clear_value_info();
+    for (const auto& [name, vi] : supplemented) *g.add_value_info() = vi;
+  };
   try {
     for (int pass = 0; pass < 64; ++pass) {
       std::unordered_map<std::string, onnx::TensorShapeProto> data;
@@ -226,13 +270,14 @@ ShapeMap infer_shapes_with_onnx(onnx::ModelProto& model, const std::string& orig
       if (all_outputs_static(g)) break;
       // Folded first: where both apply, ONNX's propagated values are the ones that can be wrong.
       const bool folded = fold_load_time_constants(g);
-      if (!materialize_propagated(g, data) && !folded) {
-        g.clear_value_info();
+      const bool propagated = materialize_propagated(g, data);
+      if (!supplement_shapes(g, supplemented) && !propagated && !folded) {
+        restart();
         data.clear();
         onnx::shape_inference::InferShapes(model, &registry, strict, &data);
         break;
       }
-      g.clear_value_info();
+      restart();
     }
   } catch (const std::exception& e) {
     throw Error(fmt::format("shape inference failed for {}: {}", origin, first_line(e.what())));
@@ -455,7 +500,45 @@ class Converter {
     }
     add_constant_attrs(node, n.attr);
     if (node.op_type() == "Conv") check_groups(node, n.name);
+    check_operands(node, n.name);
     ir.nodes.push_back(std::move(n));
+  }
+
+  // What ONNX 1.12's inference lets through but no runtime runs (the engines refuse it too): a Gemm or MatMul
+  // whose inner dims differ, a Reshape to another element count. Predicting such a model would count kernels
+  // of shapes that cannot exist.
+  void check_operands(const onnx::NodeProto& node, const std::string& name) const {
+    const std::string& op = node.op_type();
+    if (op != "Gemm" && op != "MatMul" && op != "Reshape") return;
+    if (node.input_size() < 2 || node.output_size() < 1) return;
+    const auto a = constant_shape(node.input(0)), b = constant_shape(node.input(1)), y = constant_shape(node.output(0));
+    if (!a || !b) return;
+    auto fail = [&](const std::string& why) {
+      throw Error(fmt::format("node '{}' ({}) of {}: {}", name, op, origin_, why));
+    };
+    if (op == "Reshape") {
+      if (y && onnx_io::numel(*a) != onnx_io::numel(*y))
+        fail(fmt::format("reshapes {} elements {} into {} elements {}", onnx_io::numel(*a), onnx_io::shape_str(*a),
+                         onnx_io::numel(*y), onnx_io::shape_str(*y)));
+      return;
+    }
+    int64_t ka = 0, kb = 0;
+    if (op == "Gemm") {
+      if (a->size() != 2 || b->size() != 2) fail(fmt::format("inputs {} and {} must be matrices", onnx_io::shape_str(*a), onnx_io::shape_str(*b)));
+      bool ta = false, tb = false;
+      for (const auto& at : node.attribute()) {
+        if (at.name() == "transA") ta = at.i() != 0;
+        if (at.name() == "transB") tb = at.i() != 0;
+      }
+      ka = (*a)[ta ? 0 : 1];
+      kb = (*b)[tb ? 1 : 0];
+    } else {
+      if (a->empty() || b->empty()) fail("inputs must have rank 1 or more");
+      ka = a->back();
+      kb = b->size() == 1 ? (*b)[0] : (*b)[b->size() - 2];
+    }
+    if (ka != kb)
+      fail(fmt::format("the inner dims of {} and {} differ ({} and {})", onnx_io::shape_str(*a), onnx_io::shape_str(*b), ka, kb));
   }
 
   // ONNX's inference does not relate group to the channel counts, and kernel configs divide by it.

@@ -153,6 +153,20 @@ TEST(OnnxHardening, ZeroSizedTensorsAreRejected) {
   expect_error(b.model(), "has shape [1,0,4,4]: every dim must be >= 1", "empty slice");
 }
 
+// What the engines refuse, prediction refuses too (ONNX 1.12 lets Gemm and Reshape through).
+TEST(OnnxHardening, OperandsMustFitAsTheEnginesCheck) {
+  onnxgen::Builder gemm("hostile");
+  gemm.output(gemm.node("Gemm", {gemm.input("x", {1, 16}), gemm.random_weights({10, 8}, 0.1f)}, {1, 10},
+                        {attr("transB", int64_t{1})}));
+  expect_error(gemm.model(), "the inner dims of [1,16] and [10,8] differ (16 and 8)", "gemm");
+  onnxgen::Builder matmul("hostile");
+  matmul.output(matmul.node("MatMul", {matmul.input("x", {1, 4, 16}), matmul.random_weights({8, 10}, 0.1f)}, {1, 4, 10}));
+  expect_error(matmul.model(), "MatMul_1): [ShapeInferenceError] Incompatible dimensions", "matmul");  // ONNX checks this one
+  onnxgen::Builder reshape("hostile");
+  reshape.output(reshape.node("Reshape", {reshape.input("x", {1, 16}), reshape.constant_ints({1, 15})}, {1, 15}));
+  expect_error(reshape.model(), "reshapes 16 elements [1,16] into 15 elements [1,15]", "reshape");
+}
+
 TEST(OnnxHardening, OpsetMustBeOneOnnxKnows) {
   onnx::ModelProto future = conv_pool_model();
   future.mutable_opset_import(0)->set_version(99);

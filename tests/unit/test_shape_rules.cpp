@@ -65,5 +65,19 @@ TEST(GraphOrder, KahnWithDeterministicTies) {
   EXPECT_FALSE(topological_order(3, {{0, 1}, {1, 2}, {2, 0}}, std::less<size_t>()));
 }
 
+TEST(ShapeRules, EinsumOutputs) {
+  using onnx_io::einsum_shape;
+  // MaxViT's attention as torchvision exports it: upper-case letters and spaces.
+  EXPECT_EQ(einsum_shape("B G H I D, B G H J D -> B G H I J", {{1, 2, 3, 49, 32}, {1, 2, 3, 49, 32}}),
+            (Shape{1, 2, 3, 49, 49}));
+  EXPECT_EQ(einsum_shape("ij,jk", {{2, 3}, {3, 4}}), (Shape{2, 4}));  // implicit: letters used once, sorted
+  EXPECT_EQ(einsum_shape("...ij,...jk->...ik", {{5, 1, 2, 3}, {4, 3, 6}}), (Shape{5, 4, 2, 6}));
+  EXPECT_EQ(einsum_shape("ii->i", {{3, 3}}), (Shape{3}));
+  EXPECT_FALSE(einsum_shape("ij,jk->ik", {{2, 3}, {4, 5}}));   // j disagrees
+  EXPECT_FALSE(einsum_shape("ij->ik", {{2, 3}}));              // k is in no input
+  EXPECT_FALSE(einsum_shape("ijk->i", {{2, 3}}));              // more letters than dims
+  EXPECT_FALSE(einsum_shape("ij,jk->ik", {{2, 3}}));           // two terms, one input
+}
+
 }  // namespace
 }  // namespace nnmeter
