@@ -87,6 +87,9 @@ struct BackendInfo {
   // tester needs it: its criterion compares ops measured alone with a block in which the second op reads
   // data the first just wrote. Empty: the backend profiles warm already, or cannot choose.
   std::function<Json(Json config)> warm_profiling;
+  // Measures on another device (a phone over adb): the state of the machine nn-meter runs on does not set its
+  // labels, so the machine check before measuring is skipped.
+  bool remote_device = false;
 };
 
 // Builtin backends compiled into libnnmeter, in listing order.

@@ -19,6 +19,7 @@ struct BuildArgs {
   double timeout_s = 300;
   uint64_t seed = 1;
   bool no_ruletest = false;
+  bool strict_machine = false;
 };
 
 Builder make_builder(Context& ctx, const BuildArgs& a) {
@@ -34,7 +35,9 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
     throw Error("--regressor must be rf or gbdt, not '" + a.regressor + "'");
   }
   check_timeout(a.timeout_s);
-  return Builder(Workspace::load(a.workspace), ctx.registry, settings);
+  Builder builder(Workspace::load(a.workspace), ctx.registry, settings);
+  check_machine_before_measuring(ctx, a.backend, a.strict_machine);
+  return builder;
 }
 
 void build(Context& ctx, const BuildArgs& a) {
@@ -75,6 +78,7 @@ void add_common(CLI::App* cmd, BuildArgs& a) {
   cmd->add_option("--backend", a.backend, "backend to profile on, e.g. onednn_cpu")->required();
   cmd->add_option("--timeout", a.timeout_s, "seconds a model may take to convert and profile (default 300)");
   cmd->add_option("--seed", a.seed, "sampling seed (default 1)");
+  cmd->add_flag("--strict-machine", a.strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ struct EvaluateArgs {
   double timeout_s = 300;
   uint64_t seed = 1;
   bool kernels = false;
+  bool strict_machine = false;
 };
 
 EvaluateSettings settings_from(Context& ctx, const EvaluateArgs& a) {
@@ -58,6 +59,7 @@ void print_table(const std::string& table) {
 
 void run_evaluate(Context& ctx, const EvaluateArgs& a) {
   const EvaluateSettings s = settings_from(ctx, a);
+  check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const EvaluateReport report = evaluate(ctx.registry, s);
   const fs::path html = a.report.empty() ? s.work_dir / "report.html" : fs::absolute(a.report);
   io::write_file_atomic(html, report.to_html());
@@ -81,6 +83,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
 
 void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run) {
   const EvaluateSettings s = settings_from(ctx, a);
+  check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const CalibrationReport report = calibrate(ctx.registry, s, !dry_run);
   if (ctx.json)
     std::cout << report.to_json().dump(2) << std::endl;
@@ -102,6 +105,7 @@ void add_measuring_options(CLI::App* cmd, EvaluateArgs& a) {
       ->capture_default_str();
   cmd->add_option("--timeout", a.timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
   cmd->add_option("--seed", a.seed, "seed of the shuffled measuring order")->capture_default_str();
+  cmd->add_flag("--strict-machine", a.strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
 }
 
 }  // namespace

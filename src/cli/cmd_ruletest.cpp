@@ -16,6 +16,7 @@ namespace {
 struct RuleTestArgs {
   std::string workspace, backend, testcases;
   double timeout_s = 300;
+  bool strict_machine = false;
 };
 
 void ruletest(Context& ctx, const RuleTestArgs& a) {
@@ -26,6 +27,7 @@ void ruletest(Context& ctx, const RuleTestArgs& a) {
   settings.timeout_s = a.timeout_s;
   settings.progress = !ctx.json;
   RuleTester tester(Workspace::load(a.workspace), ctx.registry, settings);
+  check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const RuleTestResult r = tester.run();
   if (ctx.json) {
     std::cout << r.rules.dump(2) << std::endl;
@@ -55,6 +57,7 @@ void add_ruletest_commands(CLI::App& app, Context& ctx) {
                   "comma-separated test cases, e.g. conv_relu,BF_dwconv_bn,MON (default: BASIC_TESTCASES and "
                   "OTHER_TESTCASES of ruletest_config.yaml)");
   cmd->add_option("--timeout", args->timeout_s, "seconds a model may take to convert and profile (default 300)");
+  cmd->add_flag("--strict-machine", args->strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
   cmd->callback([&ctx, args] { ruletest(ctx, *args); });
 }
 

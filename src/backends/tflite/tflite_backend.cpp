@@ -189,6 +189,7 @@ BackendInfo backend_info(bool gpu) {
   BackendInfo info;
   info.name = backend_name(gpu);
   info.params = backend_params(gpu);
+  info.remote_device = true;
   info.create = [gpu](const Json& config) -> std::unique_ptr<Backend> { return std::make_unique<TfliteBackend>(config, gpu); };
   return info;
 }
