@@ -64,6 +64,14 @@ struct KernelBuildSummary {
   RepeatAgreement repeatability;  // the measurement's own: the ceiling no predictor can beat
 };
 
+// The build's verdict on its own measurements: a kernel whose repeats agree (split-half) within ±10 % for fewer
+// than kQuietRepeatWithin10 of its samples, or a drift probe whose level moved by more than kQuietDrift over the
+// build, makes it "noisy" (a quiet machine here: ~95 % and a few %; a noisy day: 35–80 % and ±30 %).
+// {"verdict": "ok"|"noisy", "reasons": [...], "kernels": {kernel: repeatability}, "drift": [...], "thresholds"}.
+inline constexpr double kQuietRepeatWithin10 = 0.90;
+inline constexpr double kQuietDrift = 0.10;
+Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift);
+
 class Builder {
  public:
   Builder(Workspace workspace, Registry registry, BuilderSettings settings);

@@ -126,6 +126,7 @@ struct CompositionFit {
 
 struct EvaluateReport {
   std::string predictor, backend;
+  Json measurement_quality;  // the predictor build's verdict on its own measurements (null: not assessed)
   Json backend_config;  // resolved, protocol keys included
   MeasurementProtocol protocol;
   int kernel_repeats = 0;  // how often each kernel measured alone (EvaluateSettings::kernels) is repeated

@@ -238,6 +238,8 @@ struct PredictorMeta {
   DeviceInfo device;
   Json libraries;  // {"xgboost": "1.7.4", "nn-meter": "0.1.0"}
   std::map<std::string, KernelPredictorMeta> kernels;
+  // The build's verdict on its own measurements (assess_measurement_quality); null when not assessed.
+  Json measurement_quality;
   Json to_json() const;
 };
 
@@ -248,6 +250,7 @@ class PredictorWriter {
   PredictorWriter(fs::path folder, PredictorInfo info);
   // meta.params/log_target/feature_names are checked against the model; mismatch → Error.
   void add_kernel(const KernelRegressor& model, KernelPredictorMeta meta);
+  void set_measurement_quality(Json quality) { meta_.measurement_quality = std::move(quality); }
   // Returns the path of meta.yaml. At least one kernel needed.
   fs::path finish();
 

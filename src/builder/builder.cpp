@@ -1,6 +1,7 @@
 #include "nnmeter/builder.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -424,7 +425,8 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
                                          k.result.error_configs, "finegrained" + std::to_string(iteration));
   }
 
-  if (const std::string drift = describe_drift(read_drift(results_dir() / "drift_probes.jsonl")); !drift.empty()) {
+  const std::vector<DriftSeries> drift_series = read_drift(results_dir() / "drift_probes.jsonl");
+  if (const std::string drift = describe_drift(drift_series); !drift.empty()) {
     spdlog::info("Drift probes over the build (the last three measurements against the first three, medians):");
     for (size_t start = 0; start < drift.size();) {
       const size_t end = drift.find('\n', start);
@@ -472,7 +474,15 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules->obeyed, rules->not_obeyed,
                  rules->undecided, rules->rules_file.string());
   }
+  const Json quality = assess_measurement_quality(summaries, drift_series);
+  writer.set_measurement_quality(quality);
   const fs::path meta_yaml = writer.finish();
+  if (quality["verdict"] == "noisy") {
+    for (const auto& reason : quality["reasons"]) spdlog::warn("measurement: {}", reason.get<std::string>());
+    spdlog::warn("the labels of this build are noise where they repeat this badly: the predictor is marked "
+                 "measurement_quality noisy (predict and evaluate say so); nn-meter check-machine tells what disturbs "
+                 "the machine; measure again when it is quiet");
+  }
   Json table = Json::array();
   for (const auto& s : summaries)
     table.push_back({{"kernel", s.kernel}, {"samples", s.samples}, {"failed", s.failed}, {"metrics", s.metrics.to_json()},
@@ -481,6 +491,38 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   spdlog::info("Predictor '{}' saved in {}; register it with: nn-meter register --predictor {}", info.name,
                meta_yaml.parent_path().string(), meta_yaml.string());
   return summaries;
+}
+
+Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift) {
+  Json kernels = Json::object(), reasons = Json::array(), drifts = Json::array();
+  std::vector<std::string> noisy;
+  for (const auto& s : summaries) {
+    kernels[s.kernel] = s.repeatability.to_json();
+    if (s.repeatability.samples > 0 && s.repeatability.within10 < kQuietRepeatWithin10)
+      noisy.push_back(fmt::format("{} {:.0f}%", s.kernel, 100 * s.repeatability.within10));
+  }
+  if (!noisy.empty())
+    reasons.push_back(fmt::format("the repeats of {} agree within ±10% for only these shares of their samples: {} "
+                                  "(a quiet machine: {:.0f}% or more)",
+                                  noisy.size() == 1 ? "one kernel" : fmt::format("{} kernels", noisy.size()),
+                                  fmt::join(noisy, ", "), 100 * kQuietRepeatWithin10));
+  for (const auto& d : drift) {
+    if (d.ratio.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(d.ratio.begin(), d.ratio.end());
+    const size_t at_lo = static_cast<size_t>(lo - d.ratio.begin()), at_hi = static_cast<size_t>(hi - d.ratio.begin());
+    drifts.push_back({{"probe", d.probe}, {"low", *lo - 1}, {"high", *hi - 1}, {"low_minute", d.minutes[at_lo]},
+                      {"high_minute", d.minutes[at_hi]}, {"span_minutes", d.span_minutes()}});
+    if (*hi - 1 > kQuietDrift || 1 - *lo > kQuietDrift)
+      reasons.push_back(fmt::format("drift probe {} moved {:+.1f}% (minute {:.0f}) to {:+.1f}% (minute {:.0f}) against "
+                                    "its start over {:.0f} min (a quiet machine: within ±{:.0f}%)",
+                                    d.probe, 100 * (*lo - 1), d.minutes[at_lo], 100 * (*hi - 1), d.minutes[at_hi],
+                                    d.span_minutes(), 100 * kQuietDrift));
+  }
+  return {{"verdict", reasons.empty() ? "ok" : "noisy"},
+          {"reasons", reasons},
+          {"kernels", kernels},
+          {"drift", drifts},
+          {"thresholds", {{"repeat_within10", kQuietRepeatWithin10}, {"drift", kQuietDrift}}}};
 }
 
 std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries) {

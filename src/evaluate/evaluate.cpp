@@ -225,6 +225,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
 
   EvaluateReport report;
   report.predictor = predictor.name();
+  report.measurement_quality = predictor.kernel_predictors().meta().measurement_quality;
   report.backend = settings.backend.empty() ? built_for.backend : settings.backend;
   if (report.backend.empty()) throw Error("the predictor names no backend: give --backend");
   const BackendInfo backend = find_backend(registry, report.backend);
@@ -413,6 +414,7 @@ Json EvaluateReport::to_json() const {
               {"summary", summary.to_json()},
               {"by_family", families},
               {"models", list(models)}};
+  if (!measurement_quality.is_null()) out["measurement_quality"] = measurement_quality;
   if (composition) out["composition"] = composition->to_json();
   if (calibration) {
     out["calibration_models"] = list(calibration_models);
@@ -521,6 +523,9 @@ std::string EvaluateReport::to_table() const {
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
   out += coverage_line(models);
+  if (measurement_quality.is_object() && measurement_quality.value("verdict", "") == "noisy")
+    out += "the predictor was built on noisy measurements (measurement_quality in its predictor.json): its kernel "
+           "predictors learned that noise, whatever the score above\n";
   if (calibration) {
     out += fmt::format("with the composition fitted on the {} networks of --calibrate-on, measured in the same order ({}; {})",
                        calibration->before.models, composition->describe(), composition->describe_fit());

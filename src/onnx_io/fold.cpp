@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string_view>
 
 #include "onnx_io/shape_rules.h"
@@ -230,10 +231,10 @@ class Folder {
     HostTensor t = make(data.dtype, out);
     const int64_t outer = numel(Shape(data.dims.begin(), data.dims.begin() + static_cast<std::ptrdiff_t>(axis)));
     const int64_t inner = numel(Shape(data.dims.begin() + static_cast<std::ptrdiff_t>(axis) + 1, data.dims.end()));
+    const std::vector<int64_t> indices = idx.to_ints();
     size_t at = 0;
     for (int64_t o = 0; o < outer; ++o)
-      for (double raw : idx.data) {
-        const auto i = static_cast<int64_t>(raw);
+      for (const int64_t i : indices) {
         need(i >= -dim && i < dim);
         const int64_t from = (o * dim + (i < 0 ? i + dim : i)) * inner;
         for (int64_t k = 0; k < inner; ++k) t.data[at++] = data.data[static_cast<size_t>(from + k)];
@@ -341,7 +342,9 @@ class Folder {
       const int64_t e = s > 0 ? clamp(ends[i], 0, d) : clamp(ends[i], -1, d - 1);
       begin[a] = b;
       step[a] = s;
-      out[a] = s > 0 ? std::max<int64_t>(0, (e - b + s - 1) / s) : std::max<int64_t>(0, (b - e - s - 1) / -s);
+      // ceil(|e - b| / |s|), written so that no step (INT64_MIN included) overflows.
+      if (s > 0) out[a] = e > b ? 1 + (e - b - 1) / s : 0;
+      else out[a] = b > e ? 1 + (s == std::numeric_limits<int64_t>::min() ? 0 : (b - e - 1) / -s) : 0;
     }
     HostTensor t = make(data.dtype, out);
     const Shape in_strides = strides_of(data.dims);

@@ -118,6 +118,11 @@ LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Reg
   state->predictor = load_predictor_folder(folder);
   state->name = state->predictor.meta().info.name.empty() ? folder.filename().string() : state->predictor.meta().info.name;
   state->rules = load_rules(folder, state->name);
+  if (const Json& q = state->predictor.meta().measurement_quality; q.is_object() && q.value("verdict", "") == "noisy") {
+    const Json reasons = q.value("reasons", Json::array());
+    spdlog::warn("predictor {} was built on noisy measurements (measurement_quality in its predictor.json){}", state->name,
+                 reasons.empty() || !reasons[0].is_string() ? "" : ": " + reasons[0].get<std::string>());
+  }
   if (const fs::path file = folder / kCompositionFile; fs::exists(file))
     state->composition = CompositionModel::from_json(io::load_json_file(file), file.string());
   for (const auto& kernel : state->predictor.kernels()) {

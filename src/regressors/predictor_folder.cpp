@@ -105,7 +105,7 @@ KernelPredictorMeta KernelPredictorMeta::from_json(const std::string& kernel, co
 Json PredictorMeta::to_json() const {
   Json kernels_json = Json::object();
   for (const auto& [name, k] : kernels) kernels_json[name] = k.to_json();
-  return Json{{"format", kFormatName},
+  Json out{{"format", kFormatName},
               {"format_version", format_version},
               {"name", info.name},
               {"version", info.version},
@@ -115,6 +115,8 @@ Json PredictorMeta::to_json() const {
               {"libraries", libraries},
               {"fusion_rules", kFusionRulesFile},
               {"kernels", kernels_json}};
+  if (!measurement_quality.is_null()) out["measurement_quality"] = measurement_quality;
+  return out;
 }
 
 PredictorWriter::PredictorWriter(fs::path folder, PredictorInfo info) : folder_(std::move(folder)) {
@@ -205,6 +207,9 @@ PredictorMeta parse_meta(const Json& j, const fs::path& file) {
     m.device.logical_cores = dev.value("logical_cores", 0u);
     m.device.isa = dev.value("isa", std::vector<std::string>{});
     m.libraries = j.value("libraries", Json::object());
+    m.measurement_quality = j.value("measurement_quality", Json());
+    if (!m.measurement_quality.is_null() && !m.measurement_quality.is_object())
+      throw Error(origin + ": measurement_quality must be an object");
     if (!j.at("kernels").is_object() || j.at("kernels").empty()) throw Error(origin + " lists no kernels");
     for (const auto& [name, k] : j.at("kernels").items()) {
       check_kernel_name(name);

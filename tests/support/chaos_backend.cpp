@@ -2,7 +2,10 @@
 // contains CRASH segfaults the process, HANG never returns, FAIL throws, HUGE measures 1e308 ms; every
 // profile call is counted in the file named by COUNTER ("<model> <pid>" per line) so tests can tell
 // whether a model was profiled again, and in which process; ENV_LOG names a file that gets the worker's
-// GLIBC_TUNABLES per profile call. Every other model takes 2 ms, its runs spread by ±SPREAD ms.
+// GLIBC_TUNABLES per profile call. Every other model takes 2 ms, its runs spread by ±SPREAD ms, at a level
+// set per call (a repeat is a fresh process) by LEVEL_NOISE: 2 ms × (1 + LEVEL_NOISE × u), u uniform in [-1, 1]
+// and reproducible — drawn from the model's name and how often NOISE_STATE (a file) has seen it before; what a
+// noisy machine does to a measurement, for the tests of the build's verdict on its own labels.
 // NNMETER_CHAOS_CRASH=static|constructor|get_version segfaults while the library loads, in the
 // constructor or in get_version: what registration, check-env and connect must survive.
 #include <nnmeter/plugin.h>
@@ -12,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
+#include <string_view>
 
 namespace {
 
@@ -37,7 +42,9 @@ class chaosBackend : public nnmeter::plugin::Backend {
   json params() const override {
     return json::array({{{"name", "COUNTER"}, {"type", "string"}, {"default", ""}, {"help", "file counting profile calls"}},
                         {{"name", "SPREAD"}, {"type", "float"}, {"default", 0.2}, {"help", "run-to-run spread, ms"}},
-                        {{"name", "ENV_LOG"}, {"type", "string"}, {"default", ""}, {"help", "file logging GLIBC_TUNABLES"}}});
+                        {{"name", "ENV_LOG"}, {"type", "string"}, {"default", ""}, {"help", "file logging GLIBC_TUNABLES"}},
+                        {{"name", "LEVEL_NOISE"}, {"type", "float"}, {"default", 0.0}, {"help", "per-call level spread"}},
+                        {{"name", "NOISE_STATE"}, {"type", "string"}, {"default", ""}, {"help", "file of calls seen"}}});
   }
   std::string test_connection() override { return "chaos ready"; }
   json profile(const std::vector<std::string>& files) override {
@@ -54,7 +61,26 @@ class chaosBackend : public nnmeter::plugin::Backend {
     if (model.find("FAIL") != std::string::npos) throw std::runtime_error("cannot run this model");
     if (model.find("HUGE") != std::string::npos) return {{"latency_ms", {1e308, 1e308, 1e308}}};
     const double spread = config_.value("SPREAD", 0.2);
-    return {{"latency_ms", {2.0, 2.0 + spread, 2.0 - spread}}};
+    const double level = 2.0 * (1 + config_.value("LEVEL_NOISE", 0.0) * uniform(model));
+    return {{"latency_ms", {level, level + spread, level - spread}}};
+  }
+
+ private:
+  // u in [-1, 1] for this call of `model`: seeded by its name and its earlier calls in NOISE_STATE.
+  double uniform(const std::string& model) const {
+    const std::string state = config_.value("NOISE_STATE", "");
+    if (state.empty()) return 0;
+    const std::string name = model.substr(model.find_last_of('/') + 1);
+    uint64_t seen = 0;
+    {
+      std::ifstream in(state);
+      for (std::string line; std::getline(in, line);) seen += line == name;
+    }
+    std::ofstream(state, std::ios::app) << name << "\n";
+    const uint64_t h = std::hash<std::string_view>()(name);
+    std::seed_seq seed{static_cast<uint32_t>(h), static_cast<uint32_t>(h >> 32), static_cast<uint32_t>(seen)};
+    std::mt19937_64 rng(seed);
+    return std::uniform_real_distribution<double>(-1.0, 1.0)(rng);
   }
 };
 

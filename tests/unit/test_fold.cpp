@@ -80,6 +80,11 @@ TEST(Fold, SliceWithInt64MaxEndsAndNegativeSteps) {
   const HostTensor from = ints({1}, {-1}), to = ints({1}, {static_cast<double>(std::numeric_limits<int64_t>::min())});
   const HostTensor axes = ints({1}, {0}), steps = ints({1}, {-2});
   EXPECT_EQ(fold_one(node("Slice", 5), values({&data, &from, &to, &axes, &steps})).data, (std::vector<double>{5, 3, 1}));
+  const HostTensor zero = ints({1}, {0}), six = ints({1}, {6}), last = ints({1}, {5});
+  const HostTensor huge_step = ints({1}, {static_cast<double>(std::numeric_limits<int64_t>::max())});
+  EXPECT_EQ(fold_one(node("Slice", 5), values({&data, &zero, &six, &axes, &huge_step})).data, (std::vector<double>{0}));
+  const HostTensor lowest_step = ints({1}, {static_cast<double>(std::numeric_limits<int64_t>::min())});
+  EXPECT_EQ(fold_one(node("Slice", 5), values({&data, &last, &to, &axes, &lowest_step})).data, (std::vector<double>{5}));
   const HostTensor empty = ints({0}, {});
   EXPECT_EQ(fold_one(node("Slice", 5), values({&empty, &from, &to, &axes, &steps})).dims, (Shape{0}));
   EXPECT_EQ(ends.to_ints().at(0), std::numeric_limits<int64_t>::max());

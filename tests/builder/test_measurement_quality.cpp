@@ -1,0 +1,84 @@
+// The build's verdict on its own labels (assess_measurement_quality): from repeat ceilings and drift probes, and
+// end to end with the chaos backend's reproducible level noise — a noisy build says so and marks its predictor.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "common/io.h"
+#include "nnmeter/builder.h"
+#include "nnmeter/registry.h"
+#include "support/plugin_fixtures.h"
+#include "support/test_support.h"
+
+namespace nnmeter::test {
+namespace {
+
+KernelBuildSummary summary(const std::string& kernel, double within10) {
+  KernelBuildSummary s;
+  s.kernel = kernel;
+  s.repeatability.samples = 100;
+  s.repeatability.within10 = within10;
+  s.repeatability.within5 = within10 / 2;
+  return s;
+}
+
+TEST(MeasurementQuality, RepeatCeilingsAndDriftDecide) {
+  const Json quiet = assess_measurement_quality({summary("conv-bn-relu", 0.96), summary("relu", 0.99)}, {});
+  EXPECT_EQ(quiet["verdict"], "ok");
+  EXPECT_TRUE(quiet["reasons"].empty());
+  EXPECT_DOUBLE_EQ(quiet["kernels"]["relu"]["within10"].get<double>(), 0.99);
+
+  const Json noisy = assess_measurement_quality({summary("conv-bn-relu", 0.64), summary("dwconv-bn-relu", 0.53),
+                                                 summary("relu", 0.97)}, {});
+  EXPECT_EQ(noisy["verdict"], "noisy");
+  ASSERT_EQ(noisy["reasons"].size(), 1u);
+  const std::string reason = noisy["reasons"][0];
+  EXPECT_TRUE(contains(reason, "2 kernels")) << reason;
+  EXPECT_TRUE(contains(reason, "conv-bn-relu 64%, dwconv-bn-relu 53%")) << reason;
+  EXPECT_FALSE(contains(reason, "relu 97%")) << reason;
+
+  DriftSeries probe;
+  probe.probe = "dwconv 3x3";
+  probe.minutes = {0, 10, 20, 30, 40};
+  probe.ratio = {1.0, 0.98, 0.83, 1.02, 1.05};
+  const Json drifting = assess_measurement_quality({summary("relu", 0.97)}, {probe});
+  EXPECT_EQ(drifting["verdict"], "noisy");
+  const std::string why = drifting["reasons"][0];
+  EXPECT_TRUE(contains(why, "dwconv 3x3 moved -17.0% (minute 20) to +5.0% (minute 40)")) << why;
+  EXPECT_NEAR(drifting["drift"][0]["low"].get<double>(), -0.17, 1e-9);
+
+  probe.ratio = {1.0, 0.99, 0.97, 1.02, 1.03};
+  EXPECT_EQ(assess_measurement_quality({summary("relu", 0.97)}, {probe})["verdict"], "ok");
+}
+
+// A plugin backend whose level moves ±40 % between processes: the build warns and marks the predictor; the same
+// build without the noise does not.
+TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  auto build = [&](const std::string& name, double noise) {
+    const fs::path ws = tmp / name;
+    const CliResult created = run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
+    EXPECT_EQ(created.exit_code, 0) << created.out << created.err;
+    write_text(ws / "configs" / "predictorbuild_config.yaml",
+               "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
+               "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
+    write_text(ws / "configs" / "backend_config.yaml",
+               fmt::format("REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: {}\nNOISE_STATE: {}\n", noise, (tmp / (name + ".calls")).string()));
+    const CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
+                                 "--predictor-name", name}, tmp / "home");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return std::make_pair(r, io::load_json_file(ws / "predictor_build" / "predictor" / "predictor.json"));
+  };
+  const auto [noisy_run, noisy] = build("noisy", 0.4);
+  EXPECT_EQ(noisy["measurement_quality"]["verdict"], "noisy") << noisy["measurement_quality"].dump();
+  EXPECT_TRUE(contains(noisy_run.out, "measurement: the repeats of one kernel agree within ±10% for only")) << noisy_run.out;
+  EXPECT_TRUE(contains(noisy_run.out, "marked measurement_quality noisy")) << noisy_run.out;
+  EXPECT_LT(noisy["measurement_quality"]["kernels"]["relu"]["within10"].get<double>(), kQuietRepeatWithin10);
+
+  const auto [quiet_run, quiet] = build("quiet", 0.0);
+  EXPECT_EQ(quiet["measurement_quality"]["verdict"], "ok") << quiet["measurement_quality"].dump();
+  EXPECT_FALSE(contains(quiet_run.out, "measurement:")) << quiet_run.out;
+}
+
+}  // namespace
+}  // namespace nnmeter::test
