@@ -6,6 +6,8 @@
 //                                per kernel: feature layout, target transform, regressor params, metrics)
 //   <folder>/<kernel>.json       one XGBoost JSON model per kernel (also carries its feature layout and
 //                                target transform as booster attributes, so a lone model file still loads)
+//   <folder>/<kernel>.trees      the trees of <kernel>.json in a compact binary form, a cache that loading
+//                                checks against the JSON and rewrites when stale (src/regressors/model_cache.h)
 //   <folder>/meta.yaml           for `nn-meter register --predictor meta.yaml` (package_location: .)
 //   <folder>/fusion_rules.json   fusion rules of the backend; written by the fusion-rule issue, not here
 //
@@ -17,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnmeter/common.h"
@@ -117,7 +120,13 @@ class KernelRegressor {
   bool log_target() const;
 
  private:
+  // The predictor folder's tree cache (src/regressors/model_cache.h) stores and restores what predict()
+  // needs; a regressor restored from it has no XGBoost booster, so save() refuses it.
+  friend class ModelCache;
   static KernelRegressor from_json_text(const std::string& text, const std::string& origin);
+  static std::string read_model_file(const fs::path& file);  // load()'s checks and errors
+  std::string cache_payload() const;
+  static KernelRegressor from_cache_payload(std::string_view payload, const std::string& origin);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
