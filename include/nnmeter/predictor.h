@@ -6,6 +6,8 @@
 //                                per kernel: feature layout, target transform, regressor params, metrics)
 //   <folder>/<kernel>.json       one XGBoost JSON model per kernel (also carries its feature layout and
 //                                target transform as booster attributes, so a lone model file still loads)
+//   <folder>/<kernel>.trees      the trees of <kernel>.json in a compact binary form, a cache that loading
+//                                checks against the JSON and rewrites when stale (src/regressors/model_cache.h)
 //   <folder>/meta.yaml           for `nn-meter register --predictor meta.yaml` (package_location: .)
 //   <folder>/fusion_rules.json   fusion rules of the backend; written by the fusion-rule issue, not here
 //
@@ -17,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnmeter/common.h"
@@ -117,7 +120,13 @@ class KernelRegressor {
   bool log_target() const;
 
  private:
+  // The predictor folder's tree cache (src/regressors/model_cache.h) stores and restores what predict()
+  // needs; a regressor restored from it has no XGBoost booster, so save() refuses it.
+  friend class ModelCache;
   static KernelRegressor from_json_text(const std::string& text, const std::string& origin);
+  static std::string read_model_file(const fs::path& file);  // load()'s checks and errors
+  std::string cache_payload() const;
+  static KernelRegressor from_cache_payload(std::string_view payload, const std::string& origin);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
@@ -267,25 +276,36 @@ struct KernelModelEntry {
 fs::path save_predictor_folder(const fs::path& folder, const PredictorInfo& info,
                                const std::vector<KernelModelEntry>& kernels);
 
+// A predictor folder whose kernel models are loaded on first use: a prediction from a fresh process loads
+// only the kernels its model has (issue 41). predict() may be called from several threads.
 class LoadedPredictor {
  public:
+  LoadedPredictor();
+  ~LoadedPredictor();
+  LoadedPredictor(LoadedPredictor&&) noexcept;
+  LoadedPredictor& operator=(LoadedPredictor&&) noexcept;
+
   const PredictorMeta& meta() const { return meta_; }
   const fs::path& folder() const { return folder_; }
   std::vector<std::string> kernels() const;
-  bool has_kernel(const std::string& kernel) const { return models_.count(kernel) != 0; }
-  // Batched prediction (ms). Unknown kernel or rows of the wrong width → Error.
+  bool has_kernel(const std::string& kernel) const { return meta_.kernels.count(kernel) != 0; }
+  // Batched prediction (ms). Unknown kernel or rows of the wrong width → Error; so is a model file that
+  // fails load_predictor_folder's per-kernel checks, each time that kernel is asked for.
   std::vector<double> predict(const std::string& kernel, const FeatureMatrix& rows) const;
 
  private:
   friend LoadedPredictor load_predictor_folder(const fs::path& folder);
+  struct Model;  // one kernel's regressor, loaded on first use
   fs::path folder_;
   PredictorMeta meta_;
-  std::map<std::string, KernelRegressor> models_;
+  std::map<std::string, std::unique_ptr<Model>> models_;
 };
 
-// Checks predictor.json's format and version, then per kernel that <kernel>.json exists, parses as an
-// XGBoost model, and that its feature count, feature names and target transform match predictor.json.
-// Any failure → one-line Error naming the offending file.
+// Checks predictor.json's format and version and that every kernel's <kernel>.json exists, up front. Each
+// model file is read when its kernel is first predicted: then it must parse as an XGBoost model whose
+// feature count, feature names and target transform match predictor.json. Any failure → one-line Error
+// naming the offending file. A model whose tree cache matches its file is not parsed again: the cache was
+// made of the same bytes, which passed these checks then.
 LoadedPredictor load_predictor_folder(const fs::path& folder);
 
 }  // namespace nnmeter

@@ -4,6 +4,8 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "cli/output.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
@@ -104,6 +106,16 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
   return args;
 }
 
+// "nn-meter register": the command whose line failed to parse, for the pointer to its --help.
+std::string parsed_command(const CLI::App& app) {
+  std::string path = "nn-meter";
+  for (const CLI::App* at = &app; !at->get_subcommands().empty();) {
+    at = at->get_subcommands().front();
+    path += " " + at->get_name();
+  }
+  return path;
+}
+
 }  // namespace
 
 void report(const Context& ctx, const std::string& line, const Json& json) {
@@ -171,10 +183,14 @@ int run(int argc, char** argv) {
       }
     }
   } catch (const CLI::ParseError& e) {
-    // --help and --version exit 0; every other mistake in the command line is a usage error, exit 2 as
-    // argparse (nn-Meter's parser) does. Runtime errors exit 1.
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    // --help and --version exit 0 with CLI11's own output; every other mistake in the command line is a
+    // usage error: one line like the other usage errors, exit 2 as argparse (nn-Meter's parser) does.
+    // Runtime errors exit 1.
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    fmt::print(stderr, "(nn-Meter) {} (see {} --help)\n", what, parsed_command(app));
+    return 2;
   } catch (const UsageError& e) {
     fmt::print(stderr, "(nn-Meter) {}\n", e.what());
     return 2;

@@ -3,12 +3,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
 #include "common/io.h"
 #include "common/text.h"
 #include "nnmeter/predictor.h"
+#include "regressors/model_cache.h"
 
 namespace nnmeter {
 
@@ -137,7 +139,9 @@ void PredictorWriter::add_kernel(const KernelRegressor& model, KernelPredictorMe
     throw Error("kernel predictor '" + meta.kernel + "': regressor params say log_target=" +
                 (meta.params.log_target ? "true" : "false") + " but the model was trained otherwise");
   meta.log_target = model.log_target();
-  model.save(folder_ / model_file_name(meta.kernel));
+  const fs::path model_file = folder_ / model_file_name(meta.kernel);
+  model.save(model_file);
+  ModelCache::write(model, model_file);
   const std::string name = meta.kernel;
   meta_.kernels.insert_or_assign(name, std::move(meta));
 }
@@ -167,20 +171,21 @@ fs::path save_predictor_folder(const fs::path& folder, const PredictorInfo& info
   return writer.finish();
 }
 
+struct LoadedPredictor::Model {
+  fs::path file;
+  std::mutex mutex;  // guards `regressor` while the first use loads it
+  std::optional<KernelRegressor> regressor;
+};
+
+LoadedPredictor::LoadedPredictor() = default;
+LoadedPredictor::~LoadedPredictor() = default;
+LoadedPredictor::LoadedPredictor(LoadedPredictor&&) noexcept = default;
+LoadedPredictor& LoadedPredictor::operator=(LoadedPredictor&&) noexcept = default;
+
 std::vector<std::string> LoadedPredictor::kernels() const {
   std::vector<std::string> out;
   for (const auto& [name, _] : models_) out.push_back(name);
   return out;
-}
-
-std::vector<double> LoadedPredictor::predict(const std::string& kernel, const FeatureMatrix& rows) const {
-  const auto it = models_.find(kernel);
-  if (it == models_.end()) {
-    std::string known;
-    for (const auto& [name, _] : models_) known += (known.empty() ? "" : ", ") + name;
-    throw Error("predictor " + meta_.info.name + " has no model for kernel '" + kernel + "' (it has: " + known + ")");
-  }
-  return it->second.predict(rows);
 }
 
 namespace {
@@ -234,6 +239,23 @@ void check_layout(const KernelRegressor& model, const KernelPredictorMeta& k, co
 
 }  // namespace
 
+std::vector<double> LoadedPredictor::predict(const std::string& kernel, const FeatureMatrix& rows) const {
+  const auto it = models_.find(kernel);
+  if (it == models_.end()) {
+    std::string known;
+    for (const auto& [name, _] : models_) known += (known.empty() ? "" : ", ") + name;
+    throw Error("predictor " + meta_.info.name + " has no model for kernel '" + kernel + "' (it has: " + known + ")");
+  }
+  Model& m = *it->second;
+  const std::lock_guard lock(m.mutex);
+  if (!m.regressor) {
+    KernelRegressor model = ModelCache::load(m.file);
+    check_layout(model, meta_.kernels.at(kernel), m.file);
+    m.regressor = std::move(model);
+  }
+  return m.regressor->predict(rows);
+}
+
 LoadedPredictor load_predictor_folder(const fs::path& folder) {
   if (!fs::exists(folder)) throw Error("predictor folder " + folder.string() + " does not exist");
   if (!fs::is_directory(folder)) throw Error("predictor folder " + folder.string() + " is not a folder");
@@ -244,9 +266,9 @@ LoadedPredictor load_predictor_folder(const fs::path& folder) {
   p.folder_ = folder;
   p.meta_ = parse_meta(io::load_json_file(meta_file), meta_file);
   for (const auto& [name, k] : p.meta_.kernels) {
-    const fs::path model_file = folder / model_file_name(name);
-    KernelRegressor model = KernelRegressor::load(model_file);
-    check_layout(model, k, model_file);
+    auto model = std::make_unique<LoadedPredictor::Model>();
+    model->file = folder / model_file_name(name);
+    if (!fs::exists(model->file)) throw Error("model file " + model->file.string() + " does not exist");
     p.models_.emplace(name, std::move(model));
   }
   return p;

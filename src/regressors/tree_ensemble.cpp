@@ -4,9 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include <fmt/format.h>
+
+#include "common/bytes.h"
 
 namespace nnmeter {
 
@@ -136,6 +139,82 @@ TreeEnsemble TreeEnsemble::from_xgboost_json(const Json& model, const std::strin
       const bool leaf = t.left[i] < 0 || !reachable[i];
       e.nodes_.push_back({leaf ? -1 : static_cast<int32_t>(t.left[i]) + offset, leaf ? 0u : static_cast<uint32_t>(t.feature[i]),
                           static_cast<float>(t.value[i]), t.default_left[i] != 0});
+    }
+  }
+  return e;
+}
+
+void TreeEnsemble::append_bytes(std::string& out) const {
+  bytes::put(out, base_score_);
+  bytes::put<uint64_t>(out, feature_count_);
+  bytes::put_array(out, roots_);
+  // Field by field, so no padding byte of Node reaches the file.
+  std::vector<int32_t> left(nodes_.size());
+  std::vector<uint32_t> feature(nodes_.size());
+  std::vector<float> value(nodes_.size());
+  std::vector<uint8_t> default_left(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    left[i] = nodes_[i].left;
+    feature[i] = nodes_[i].feature;
+    value[i] = nodes_[i].value;
+    default_left[i] = nodes_[i].default_left ? 1 : 0;
+  }
+  bytes::put_array(out, left);
+  bytes::put_array(out, feature);
+  bytes::put_array(out, value);
+  bytes::put_array(out, default_left);
+}
+
+TreeEnsemble TreeEnsemble::from_bytes(std::string_view& in, const std::string& origin) {
+  TreeEnsemble e;
+  e.base_score_ = bytes::take<float>(in, origin);
+  const auto feature_count = bytes::take<uint64_t>(in, origin);
+  e.roots_ = bytes::take_array<int32_t>(in, origin);
+  // The four node fields are read in place and assembled directly: a cache is loaded on every prediction
+  // from a fresh process, and intermediate copies of its arrays were a measurable share of that.
+  const auto field = [&](size_t width) {
+    const auto count = bytes::take<uint64_t>(in, origin);
+    if (count > in.size() / width) throw Error(origin + " is truncated");
+    return std::pair{count, bytes::take_raw(in, count * width, origin).data()};
+  };
+  const auto [n, left] = field(sizeof(int32_t));
+  const auto [n_feature, feature] = field(sizeof(uint32_t));
+  const auto [n_value, value] = field(sizeof(float));
+  const auto [n_default, default_left] = field(sizeof(uint8_t));
+  if (feature_count == 0 || feature_count > (1u << 16) || !std::isfinite(e.base_score_) || n_feature != n ||
+      n_value != n || n_default != n || (e.roots_.empty() && n != 0))
+    throw Error(origin + " has an inconsistent tree ensemble");
+  e.feature_count_ = static_cast<size_t>(feature_count);
+  e.nodes_.resize(static_cast<size_t>(n));
+  for (size_t i = 0; i < e.nodes_.size(); ++i) {
+    Node& node = e.nodes_[i];
+    std::memcpy(&node.left, left + 4 * i, 4);
+    std::memcpy(&node.feature, feature + 4 * i, 4);
+    std::memcpy(&node.value, value + 4 * i, 4);
+    node.default_left = default_left[i] != 0;
+    if (node.left < 0) node.left = -1;
+  }
+  // Trees are consecutive blocks of nodes starting at their roots; within its block a tree must be one
+  // (children in range and stored together, each node reached once), as predict() relies on.
+  std::vector<bool> seen(e.nodes_.size(), false);
+  std::vector<int64_t> stack;
+  for (size_t t = 0; t < e.roots_.size(); ++t) {
+    const int64_t begin = e.roots_[t];
+    const int64_t end = t + 1 < e.roots_.size() ? e.roots_[t + 1] : static_cast<int64_t>(n);
+    if (begin < 0 || begin >= end || end > static_cast<int64_t>(n) || (t == 0 && begin != 0))
+      throw Error(fmt::format("{}: tree {} has no node block of its own", origin, t));
+    stack.assign(1, begin);
+    while (!stack.empty()) {
+      const auto i = static_cast<size_t>(stack.back());
+      stack.pop_back();
+      const Node& node = e.nodes_[i];
+      if (seen[i] || !std::isfinite(node.value)) throw Error(fmt::format("{}: tree {} is not a tree", origin, t));
+      seen[i] = true;
+      if (node.left < 0) continue;
+      if (node.left < begin || int64_t{node.left} + 1 >= end || node.feature >= feature_count)
+        throw Error(fmt::format("{}: tree {} links or splits out of range", origin, t));
+      stack.push_back(node.left + 1);
+      stack.push_back(node.left);
     }
   }
   return e;

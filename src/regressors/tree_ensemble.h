@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "nnmeter/common.h"
@@ -21,6 +23,13 @@ class TreeEnsemble {
   static TreeEnsemble from_xgboost_json(const Json& model, const std::string& origin);
 
   size_t feature_count() const { return feature_count_; }
+
+  // The ensemble as bytes (the predictor folder's tree cache, regressors/model_cache.h), appended to `out`,
+  // and read back from the front of `in`, which is advanced past them. The bytes are this machine's
+  // native layout: the cache never leaves the folder it was written in. Reading checks the structure as
+  // from_xgboost_json does (links, features, values), so damaged bytes give an Error, never a bad read.
+  void append_bytes(std::string& out) const;
+  static TreeEnsemble from_bytes(std::string_view& in, const std::string& origin);
 
   // The raw margins of `count` rows of feature values stored one after another (NaN = missing, takes the
   // default branch). Tree by tree over all rows, so each tree is read from memory once per batch; every

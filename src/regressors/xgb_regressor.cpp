@@ -12,6 +12,7 @@
 #include <regex>
 #include <set>
 
+#include "common/bytes.h"
 #include "common/io.h"
 #include "nnmeter/predictor.h"
 #include "regressors/power_law.h"
@@ -196,6 +197,8 @@ const std::vector<std::string>& KernelRegressor::feature_names() const {
 
 void KernelRegressor::set_threads(int threads) {
   if (!impl_) throw Error("set_threads on an empty regressor: train or load it first");
+  // Restored from the tree cache: no booster, and predict() never used its threads.
+  if (!impl_->booster) return;
   set_param(impl_->booster.get(), "nthread", std::to_string(threads));
 }
 
@@ -275,6 +278,8 @@ std::vector<double> KernelRegressor::predict(const FeatureMatrix& rows) const {
 
 void KernelRegressor::save(const fs::path& file) const {
   if (!impl_) throw Error("cannot save an empty regressor to " + file.string());
+  if (!impl_->booster)
+    throw Error("cannot save to " + file.string() + " a regressor restored from a predictor folder's tree cache: load its model file");
   bst_ulong len = 0;
   const char* buf = nullptr;
   std::lock_guard lock(impl_->save_mutex);
@@ -284,9 +289,13 @@ void KernelRegressor::save(const fs::path& file) const {
 }
 
 KernelRegressor KernelRegressor::load(const fs::path& file) {
+  return from_json_text(read_model_file(file), "model file " + file.string());
+}
+
+std::string KernelRegressor::read_model_file(const fs::path& file) {
   if (!fs::exists(file)) throw Error("model file " + file.string() + " does not exist");
   if (fs::is_directory(file)) throw Error("model file " + file.string() + " is a folder, not an XGBoost JSON model");
-  return from_json_text(io::read_file(file), "model file " + file.string());
+  return io::read_file(file);
 }
 
 KernelRegressor KernelRegressor::from_json_text(const std::string& text, const std::string& origin) {
@@ -343,6 +352,40 @@ KernelRegressor KernelRegressor::from_json_text(const std::string& text, const s
   r.impl_->trees = std::move(trees);
   r.impl_->booster = std::move(booster);
   r.set_threads(1);
+  return r;
+}
+
+std::string KernelRegressor::cache_payload() const {
+  if (!impl_) throw Error("an empty regressor has no tree cache");
+  std::string out;
+  bytes::put<uint64_t>(out, impl_->n_features);
+  bytes::put_text(out, Json(impl_->feature_names).dump());
+  bytes::put<uint8_t>(out, impl_->log_target ? 1 : 0);
+  // The baseline's JSON keeps its doubles exact (nlohmann writes them to round-trip), as the model file does.
+  bytes::put_text(out, impl_->baseline ? impl_->baseline->to_json().dump() : std::string());
+  impl_->trees.append_bytes(out);
+  return out;
+}
+
+KernelRegressor KernelRegressor::from_cache_payload(std::string_view payload, const std::string& origin) {
+  KernelRegressor r;
+  r.impl_ = std::make_unique<Impl>();
+  Impl& m = *r.impl_;
+  m.n_features = static_cast<size_t>(bytes::take<uint64_t>(payload, origin));
+  const Json names = Json::parse(bytes::take_text(payload, origin), nullptr, /*allow_exceptions=*/false);
+  if (!names.is_array() || names.size() != m.n_features) throw Error(origin + " has a malformed feature list");
+  for (const auto& n : names) {
+    if (!n.is_string()) throw Error(origin + " has a malformed feature list");
+    m.feature_names.push_back(n.get<std::string>());
+  }
+  m.log_target = bytes::take<uint8_t>(payload, origin) != 0;
+  if (const std::string law = bytes::take_text(payload, origin); !law.empty()) {
+    if (!m.log_target) throw Error(origin + " has a power-law baseline but no log target");
+    m.baseline = PowerLaw::from_json(Json::parse(law, nullptr, false), m.n_features, origin);
+  }
+  m.trees = TreeEnsemble::from_bytes(payload, origin);
+  if (!payload.empty() || m.trees.feature_count() != m.n_features + (m.baseline ? 1 : 0))
+    throw Error(origin + " does not describe one regressor");
   return r;
 }
 

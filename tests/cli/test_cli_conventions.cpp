@@ -86,4 +86,19 @@ TEST(CliConventions, RegisterCreateConnectUnregisterAsJson) {
             "(nn-Meter) Successfully register backend my_backend\n");
 }
 
+// CLI11's own checks (options that exclude each other, too few values) report like every other usage
+// error: one "(nn-Meter) " line that points at the command's --help, exit 2, stdout empty.
+TEST(CliConventions, ParseErrorsAreOneHouseLine) {
+  TempDir home;
+  const CliResult both = run_cli({"register", "--backend", "a.yaml", "--kernel", "b.yaml"}, home.path());
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  expect_one_line_error(both, "--backend excludes --kernel (see nn-meter register --help)");
+  EXPECT_EQ(both.out, "");
+  const CliResult few = run_cli({"unregister", "--operator", "x"}, home.path());
+  EXPECT_EQ(few.exit_code, 2) << few.err;
+  expect_one_line_error(few, "--operator: At least 2 required but received 1 (see nn-meter unregister --help)");
+  EXPECT_EQ(few.out, "");
+  expect_one_line_error(run_cli({"--no-such-flag"}, home.path()), "--no-such-flag (see nn-meter --help)");
+}
+
 }  // namespace nnmeter::test

@@ -61,6 +61,12 @@ struct BuiltFolder {
   Json meta() const { return io::load_json_file(folder / kPredictorMetaFile); }
 };
 
+// The error of predicting `kernel` (one row of its width) with the folder: model files are read on first use.
+std::string predict_error(const BuiltFolder& b, const std::string& kernel) {
+  const size_t width = kernel == "fc" ? b.fc.features.front().size() : b.conv.features.front().size();
+  return error_of([&] { load_predictor_folder(b.folder).predict(kernel, {std::vector<double>(width, 1.0)}); });
+}
+
 TEST(PredictorFolder, RoundTripPredictsIdentically) {
   BuiltFolder b;
   const LoadedPredictor p = load_predictor_folder(b.folder);
@@ -118,11 +124,18 @@ TEST(PredictorFolder, MissingModelFileIsNamed) {
   EXPECT_NE(msg.find((b.folder / "fc.json").string()), std::string::npos) << msg;
 }
 
-TEST(PredictorFolder, CorruptModelFileIsNamed) {
+// A damaged model file fails every prediction that needs it, with the same one-line error, and only those:
+// the other kernels' predictions are sound, so a model without that kernel is still predicted.
+TEST(PredictorFolder, CorruptModelFileIsNamedWhenItsKernelIsNeeded) {
   BuiltFolder b;
   test::write_text(b.folder / "conv-bn-relu.json", "{\"learner\": {");
-  const std::string msg = error_of([&] { load_predictor_folder(b.folder); });
+  const LoadedPredictor p = load_predictor_folder(b.folder);
+  EXPECT_EQ(p.predict("fc", b.fc.features), b.fc_pred);
+  const std::string msg = error_of([&] { p.predict("conv-bn-relu", b.conv.features); });
   EXPECT_NE(msg.find((b.folder / "conv-bn-relu.json").string()), std::string::npos) << msg;
+  EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  EXPECT_EQ(error_of([&] { p.predict("conv-bn-relu", b.conv.features); }), msg);
+  EXPECT_EQ(predict_error(b, "conv-bn-relu"), msg);
 }
 
 TEST(PredictorFolder, FeatureLayoutMismatchIsNamed) {
@@ -133,20 +146,20 @@ TEST(PredictorFolder, FeatureLayoutMismatchIsNamed) {
   m["kernels"]["fc"]["feature_names"] = {"CIN", "COUT"};
   m["kernels"]["fc"]["feature_count"] = 2;
   io::save_json_file(b.folder / kPredictorMetaFile, m);
-  std::string msg = error_of([&] { load_predictor_folder(b.folder); });
+  std::string msg = predict_error(b, "fc");
   EXPECT_NE(msg.find(model.string()), std::string::npos) << msg;
   // Same count, different order.
   m = b.meta();
   m["kernels"]["fc"]["feature_names"] = {"COUT", "CIN", "feature_0", "feature_1"};
   m["kernels"]["fc"]["feature_count"] = 4;
   io::save_json_file(b.folder / kPredictorMetaFile, m);
-  msg = error_of([&] { load_predictor_folder(b.folder); });
+  msg = predict_error(b, "fc");
   EXPECT_NE(msg.find(model.string()), std::string::npos) << msg;
   // A model swapped in from another kernel.
   m["kernels"]["fc"]["feature_names"] = b.fc.feature_names;
   io::save_json_file(b.folder / kPredictorMetaFile, m);
   fs::copy_file(b.folder / "conv-bn-relu.json", model, fs::copy_options::overwrite_existing);
-  msg = error_of([&] { load_predictor_folder(b.folder); });
+  msg = predict_error(b, "fc");
   EXPECT_NE(msg.find(model.string()), std::string::npos) << msg;
 }
 
@@ -163,6 +176,56 @@ TEST(PredictorFolder, FormatVersionAndMissingMetadataAreErrors) {
   msg = error_of([&] { load_predictor_folder(b.folder); });
   EXPECT_NE(msg.find(kPredictorMetaFile), std::string::npos) << msg;
   EXPECT_THROW(load_predictor_folder(b.dir / "nowhere"), Error);
+}
+
+// The tree cache (regressors/model_cache.h): written with the folder, used when it matches its model file,
+// never trusted otherwise; predictions are the same bit for bit either way.
+TEST(PredictorFolder, TreeCacheIsWrittenWithTheFolderAndPredictsIdentically) {
+  BuiltFolder b;
+  for (const char* kernel : {"conv-bn-relu", "fc"}) EXPECT_TRUE(fs::is_regular_file(b.folder / (std::string(kernel) + ".trees")));
+  const std::string cache = test::read_text(b.folder / "conv-bn-relu.trees");
+  EXPECT_EQ(load_predictor_folder(b.folder).predict("conv-bn-relu", b.conv.features), b.conv_pred);
+  // Without caches the JSON is read, and the caches come back as they were.
+  fs::remove(b.folder / "conv-bn-relu.trees");
+  fs::remove(b.folder / "fc.trees");
+  const LoadedPredictor p = load_predictor_folder(b.folder);
+  EXPECT_EQ(p.predict("conv-bn-relu", b.conv.features), b.conv_pred);
+  EXPECT_EQ(p.predict("fc", b.fc.features), b.fc_pred);
+  EXPECT_EQ(test::read_text(b.folder / "conv-bn-relu.trees"), cache);
+  EXPECT_TRUE(fs::is_regular_file(b.folder / "fc.trees"));
+}
+
+TEST(PredictorFolder, DamagedTreeCacheIsIgnoredAndRewritten) {
+  BuiltFolder b;
+  const fs::path file = b.folder / "conv-bn-relu.trees";
+  const std::string good = test::read_text(file);
+  std::string flipped = good;
+  flipped[flipped.size() / 2] = static_cast<char>(flipped[flipped.size() / 2] ^ 0x5a);
+  std::string early = good;  // a byte of the header or the payload's first trees
+  early[good.size() / 3] = static_cast<char>(~early[good.size() / 3]);
+  const std::vector<std::string> damaged = {"", good.substr(0, good.size() / 2), good.substr(0, 30), flipped, early,
+                                            good + "x", test::read_text(b.folder / "fc.trees"), std::string(4096, '\0')};
+  for (size_t i = 0; i < damaged.size(); ++i) {
+    test::write_text(file, damaged[i]);
+    EXPECT_EQ(load_predictor_folder(b.folder).predict("conv-bn-relu", b.conv.features), b.conv_pred) << "damage " << i;
+    EXPECT_EQ(test::read_text(file), good) << "damage " << i;
+  }
+  fs::remove(file);
+  fs::create_directory(file);  // a cache that cannot be read nor replaced: the JSON still serves
+  EXPECT_EQ(load_predictor_folder(b.folder).predict("conv-bn-relu", b.conv.features), b.conv_pred);
+}
+
+TEST(PredictorFolder, TreeCacheOfAnotherModelFileIsNotTrusted) {
+  BuiltFolder b;
+  // The same length and modification time, other content: the cache matches the bytes, not the file's stat.
+  const fs::path model = b.folder / "fc.json";
+  const auto mtime = fs::last_write_time(model);
+  std::string text = test::read_text(model);
+  text[0] = ' ';  // the opening brace gone: a broken file, whatever its cache says
+  test::write_text(model, text);
+  fs::last_write_time(model, mtime);
+  const std::string msg = predict_error(b, "fc");
+  EXPECT_NE(msg.find(model.string()), std::string::npos) << msg;
 }
 
 TEST(PredictorFolder, WriterRejectsInconsistentKernels) {

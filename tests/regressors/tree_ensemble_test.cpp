@@ -3,9 +3,11 @@
 #include <xgboost/c_api.h>
 
 #include <cmath>
+#include <cstring>
 
 #include "common/io.h"
 #include "regressors/power_law.h"
+#include "regressors/tree_ensemble.h"
 #include "regressors/synthetic_conv.h"
 #include "support/test_support.h"
 
@@ -84,6 +86,46 @@ TEST(TreeEnsemble, PredictsExactlyAsXgboost) {
   RegressorParams rf = default_regressor_params("conv-bn-relu", "onednn_cpu");
   rf.n_estimators = 30;
   expect_same_as_xgboost(rf, "random forest");
+}
+
+// The bytes of the predictor folder's tree cache: the same margins back, and damaged bytes refused.
+TEST(TreeEnsemble, BytesRoundTripAndDamageIsRefused) {
+  RegressorParams p = default_regressor_params("conv-bn-relu", "onednn_cpu");
+  p.n_estimators = 20;
+  p.power_law_baseline = false;
+  const KernelDataset train = test::synthetic_conv_dataset(200, 1);
+  test::TempDir dir;
+  KernelRegressor::train(train.features, train.labels, p).save(dir / "m.json");
+  const TreeEnsemble trees = TreeEnsemble::from_xgboost_json(io::load_json_file(dir / "m.json"), "m");
+  std::string bytes;
+  trees.append_bytes(bytes);
+  std::string_view in = bytes;
+  const TreeEnsemble back = TreeEnsemble::from_bytes(in, "cache");
+  EXPECT_TRUE(in.empty());
+  const FeatureMatrix rows = test::synthetic_conv_dataset(100, 2).features;
+  std::vector<float> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  std::vector<float> want(rows.size()), got(rows.size());
+  trees.predict(flat.data(), rows.size(), want.data());
+  back.predict(flat.data(), rows.size(), got.data());
+  EXPECT_EQ(got, want);
+
+  // Layout: base score (4), feature count (8), root count (8) + roots (4 each), node count (8) + left links.
+  uint64_t roots = 0;
+  std::memcpy(&roots, bytes.data() + 12, 8);
+  const size_t left = 12 + 8 + 4 * roots + 8;
+  const auto refused = [&](int32_t link) {
+    std::string damaged = bytes;
+    std::memcpy(damaged.data() + left, &link, 4);  // the first tree's root
+    std::string_view view = damaged;
+    return test::error_of([&] { TreeEnsemble::from_bytes(view, "cache"); });
+  };
+  EXPECT_TRUE(test::contains(refused(0), "cache: tree 0 is not a tree")) << refused(0);
+  EXPECT_TRUE(test::contains(refused(1 << 30), "cache: tree 0 links or splits out of range")) << refused(1 << 30);
+  for (size_t cut : {size_t{0}, size_t{3}, bytes.size() / 2, bytes.size() - 1}) {
+    std::string_view view(bytes.data(), cut);
+    EXPECT_TRUE(test::contains(test::error_of([&] { TreeEnsemble::from_bytes(view, "cache"); }), "cache is truncated")) << cut;
+  }
 }
 
 }  // namespace
