@@ -34,6 +34,9 @@ struct ProfileOutcome {
   int failed_repeats = 0;
   std::vector<fs::path> converted_files;
   std::string error;  // the first failed repeat's reason (plugin error, crash with signal, timeout)
+  // With adaptive repeats, why the repeats stopped: "settled", "max_repeats" (never settled) or "failed";
+  // "" with a fixed REPEATS.
+  std::string stopped;
 };
 
 struct ProfilerOptions {

@@ -20,6 +20,13 @@ struct MeasurementProtocol {
   int probe_every = 0;
   // Workers back large allocations with transparent huge pages (glibc's malloc hugetlb tunable).
   bool huge_pages = true;
+  // Adaptive repeats (MAX_REPEATS > 0): every sample first gets min_repeats (MIN_REPEATS; 0: REPEATS), then one
+  // more repeat per round, in a new shuffled order, while its repeats have not settled (repeats_settled with
+  // SETTLE_TOLERANCE), up to max_repeats: repeats go where the noise is.
+  int min_repeats = 0, max_repeats = 0;
+  double settle_tolerance = 0.02;
+  bool adaptive() const { return max_repeats > 0; }
+  int first_repeats(int fixed) const { return adaptive() && min_repeats > 0 ? min_repeats : fixed; }
 
   // Reads the protocol keys of a backend config (defaults for absent keys); throws Error naming the key.
   static MeasurementProtocol from_config(const Json& config, const std::string& where = "backend_config.yaml");
@@ -33,6 +40,10 @@ Json backend_only(const Json& config);
 const char* to_string(RepeatStatistic statistic);
 // The label of a sample from its repeats (each a repeat's own central value).
 double repeat_label(const std::vector<double>& repeats_ms, RepeatStatistic statistic);
+// Whether a sample's label can be final: min — the two lowest repeats agree within `tolerance` (the minimum was
+// reached twice); median, mean — the label of all repeats is within `tolerance` of the label without the last.
+// Fewer than two repeats never settle.
+bool repeats_settled(const std::vector<double>& repeats_ms, RepeatStatistic statistic, double tolerance);
 
 // How well the measurement repeats itself: each sample's repeats are split into two halves (alternating,
 // in measuring order), each half gives its own label, and the two labels agree within ±5 % / ±10 % (of the

@@ -170,6 +170,7 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
     entry["latency"] = outcome.latency.str();
     // The raw repeats travel with the label (an extra field; nn-Meter's readers ignore it).
     entry["repeats_ms"] = outcome.repeats_ms;
+    if (!outcome.stopped.empty()) entry["repeats_stopped"] = outcome.stopped;  // adaptive repeats: settled or not
     doc[kernel_type][id] = entry;
     profiled[id] = entries[id];
     profiled[id]["latency"] = entry["latency"];

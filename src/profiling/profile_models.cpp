@@ -154,19 +154,51 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
 
   // Every (batch, job, repeat) not yet journaled, in one seeded shuffled order: drift over the run must not
   // line up with a kernel, a config or a repeat index. Resuming recomputes the same set minus what is done.
+  // With adaptive repeats, later rounds add one repeat to each job whose repeats have not settled, each round
+  // in its own shuffled order; what a round needs is read from the journal, so a resumed run continues it.
   struct Item {
     size_t batch;
     const ProfileJob* job;
     int repeat;
   };
-  auto repeats_of = [&protocol](const ProfileJob& job) { return job.repeats > 0 ? job.repeats : protocol.repeats; };
-  std::vector<Item> pending;
+  auto first_repeats = [&protocol](const ProfileJob& job) {
+    return protocol.first_repeats(job.repeats > 0 ? job.repeats : protocol.repeats);
+  };
+  auto repeats_of = [&](size_t b, const ProfileJob& job) {  // journaled so far: 0, 1, ... without a gap
+    int n = 0;
+    while (journals[b]->records().count(Journal::key(job.id, n))) ++n;
+    return n;
+  };
+  auto next_round = [&](int round) {
+    std::vector<Item> out;
+    for (size_t b = 0; b < batches.size(); ++b)
+      for (const auto& job : batches[b].jobs) {
+        const int first = first_repeats(job);
+        bool complete = true;
+        for (int r = 0; r < first; ++r)
+          if (!journals[b]->records().count(Journal::key(job.id, r))) {
+            out.push_back({b, &job, r});
+            complete = false;
+          }
+        if (!complete || !protocol.adaptive()) continue;
+        const int n = repeats_of(b, job);
+        if (n >= protocol.max_repeats) continue;
+        std::vector<double> values;
+        bool failed = false;  // a model that failed a repeat is not measured again
+        for (int r = 0; r < n && !failed; ++r) {
+          const Json& rec = journals[b]->records().at(Journal::key(job.id, r));
+          failed = !rec.value("ok", false);
+          if (!failed) values.push_back(stats_from_json(rec).median);
+        }
+        if (!failed && !repeats_settled(values, protocol.statistic, protocol.settle_tolerance)) out.push_back({b, &job, n});
+      }
+    Rng(options.seed + static_cast<uint64_t>(round) * 0x9E3779B97F4A7C15ull).shuffle(out);
+    return out;
+  };
+  std::vector<Item> pending = next_round(0);
   size_t total = 0;
   for (size_t b = 0; b < batches.size(); ++b)
-    for (const auto& job : batches[b].jobs)
-      for (int r = 0; r < repeats_of(job); ++r, ++total)
-        if (!journals[b]->records().count(Journal::key(job.id, r))) pending.push_back({b, &job, r});
-  Rng(options.seed).shuffle(pending);
+    for (const auto& job : batches[b].jobs) total += static_cast<size_t>(std::max(first_repeats(job), repeats_of(b, job)));
   if (pending.size() < total)
     spdlog::info("{}: {} of {} measurements already done, resuming", options.label, total - pending.size(), total);
 
@@ -229,28 +261,36 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       }
     };
 
-    Progress progress(options.label, pending.size(), options.progress);
-    for (size_t i = 0; i < pending.size(); ++i) {
-      if (probing && i % static_cast<size_t>(protocol.probe_every) == 0) measure_probes();
-      const Item& item = pending[i];
-      const ProfileBatch& batch = batches[item.batch];
-      Journal& journal = *journals[item.batch];
-      // Later repeats reuse the files an earlier repeat converted.
-      std::vector<fs::path> files = item.job->converted_files;
-      if (files.empty())
-        for (int r = 0; r < repeats_of(*item.job) && files.empty(); ++r)
-          if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
-            files = reusable_files(it->second);
-      Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
-      record["id"] = item.job->id;
-      record["repeat"] = item.repeat;
-      journal.append(record);
-      if (!record["ok"].get<bool>()) {
-        append_error_log(batch.error_log, item.job->id + (repeats_of(*item.job) > 1 ? fmt::format(" (repeat {})", item.repeat) : ""),
-                         record["error"].get<std::string>());
-        spdlog::debug("{} {}: failed: {}", options.label, item.job->id, record["error"].get<std::string>());
+    size_t measured = 0;
+    for (int round = 0; !pending.empty(); pending = next_round(++round)) {
+      if (round > 0)
+        spdlog::info("{}: {} samples whose repeats have not settled get one more (round {})", options.label, pending.size(),
+                     round + 1);
+      Progress progress(round == 0 ? options.label : fmt::format("{} (round {})", options.label, round + 1), pending.size(),
+                        options.progress);
+      for (size_t i = 0; i < pending.size(); ++i, ++measured) {
+        if (probing && measured % static_cast<size_t>(protocol.probe_every) == 0) measure_probes();
+        const Item& item = pending[i];
+        const ProfileBatch& batch = batches[item.batch];
+        Journal& journal = *journals[item.batch];
+        // Later repeats reuse the files an earlier repeat converted.
+        std::vector<fs::path> files = item.job->converted_files;
+        if (files.empty())
+          for (int r = 0; r < std::max(first_repeats(*item.job), item.repeat) && files.empty(); ++r)
+            if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
+              files = reusable_files(it->second);
+        Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
+        record["id"] = item.job->id;
+        record["repeat"] = item.repeat;
+        journal.append(record);
+        if (!record["ok"].get<bool>()) {
+          append_error_log(batch.error_log,
+                           item.job->id + (first_repeats(*item.job) > 1 ? fmt::format(" (repeat {})", item.repeat) : ""),
+                           record["error"].get<std::string>());
+          spdlog::debug("{} {}: failed: {}", options.label, item.job->id, record["error"].get<std::string>());
+        }
+        progress.advance();
       }
-      progress.advance();
     }
     if (probing) measure_probes();
   }
@@ -259,8 +299,13 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs) {
       std::vector<Json> records;
-      for (int r = 0; r < repeats_of(job); ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
-      out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
+      const int n = repeats_of(b, job);
+      for (int r = 0; r < n; ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
+      ProfileOutcome& o = out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
+      if (protocol.adaptive())
+        o.stopped = repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance) ? "settled"
+                    : n >= protocol.max_repeats                                                  ? "max_repeats"
+                                                                                                 : "failed";
     }
   return out;
 }

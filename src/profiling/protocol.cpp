@@ -28,6 +28,17 @@ const std::vector<BackendParam>& protocol_params() {
        "Measure the drift probes (fixed models) at the start and after every this many measurements, to report "
        "slow drift of the device over a long run; 0: no probes",
        0, kMaxProbeEvery},
+      {"MIN_REPEATS", T::Int, 0,
+       "With MAX_REPEATS: the repeats every sample gets before its repeats are judged settled; 0: REPEATS", 0,
+       MeasurementProtocol::kMaxRepeats},
+      {"MAX_REPEATS", T::Int, 0,
+       "Adaptive repeats: a sample whose repeats have not settled (SETTLE_TOLERANCE) is repeated again, in a later "
+       "shuffled round, up to this many times; 0: every sample gets exactly REPEATS",
+       0, MeasurementProtocol::kMaxRepeats},
+      {"SETTLE_TOLERANCE", T::Float, 0.02,
+       "With MAX_REPEATS: repeats have settled when the two lowest agree within this fraction (REPEAT_STATISTIC "
+       "min), or the label moves by less than it with the last repeat (median, mean)",
+       0.0001, 1.0},
       {"HUGE_PAGES", T::Bool, true,
        "Worker processes back large allocations with transparent huge pages (where the system offers them on "
        "request): loading and converting a model then touches a few large pages instead of thousands of small "
@@ -73,6 +84,17 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
   };
   p.repeats = integer("REPEATS", p.repeats, 1, MeasurementProtocol::kMaxRepeats);
   p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, kMaxProbeEvery);
+  p.min_repeats = integer("MIN_REPEATS", p.min_repeats, 0, MeasurementProtocol::kMaxRepeats);
+  p.max_repeats = integer("MAX_REPEATS", p.max_repeats, 0, MeasurementProtocol::kMaxRepeats);
+  if (config.contains("SETTLE_TOLERANCE") && !config["SETTLE_TOLERANCE"].is_null()) {
+    const Json& v = config["SETTLE_TOLERANCE"];
+    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
+      throw Error(fmt::format("{}: SETTLE_TOLERANCE must be a number in (0, 1], got {}", where, v.dump()));
+    p.settle_tolerance = v.get<double>();
+  }
+  if (p.adaptive() && p.first_repeats(p.repeats) > p.max_repeats)
+    throw Error(fmt::format("{}: {} ({}) must not exceed MAX_REPEATS ({})", where,
+                            p.min_repeats > 0 ? "MIN_REPEATS" : "REPEATS", p.first_repeats(p.repeats), p.max_repeats));
   if (config.contains("HUGE_PAGES") && !config["HUGE_PAGES"].is_null()) {
     if (!config["HUGE_PAGES"].is_boolean())
       throw Error(fmt::format("{}: HUGE_PAGES must be true or false, got {}", where, config["HUGE_PAGES"].dump()));
@@ -100,6 +122,18 @@ double repeat_label(const std::vector<double>& repeats_ms, RepeatStatistic stati
       return std::accumulate(repeats_ms.begin(), repeats_ms.end(), 0.0) / static_cast<double>(repeats_ms.size());
   }
   return 0;
+}
+
+bool repeats_settled(const std::vector<double>& repeats_ms, RepeatStatistic statistic, double tolerance) {
+  if (repeats_ms.size() < 2) return false;
+  if (statistic == RepeatStatistic::min) {
+    std::vector<double> sorted = repeats_ms;
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end());
+    return sorted[0] > 0 && (sorted[1] - sorted[0]) / sorted[0] <= tolerance;
+  }
+  const double all = repeat_label(repeats_ms, statistic);
+  const double before = repeat_label(std::vector<double>(repeats_ms.begin(), repeats_ms.end() - 1), statistic);
+  return before > 0 && std::abs(all - before) / before <= tolerance;
 }
 
 Json RepeatAgreement::to_json() const {

@@ -108,15 +108,15 @@ Json PredictorMeta::to_json() const {
   Json kernels_json = Json::object();
   for (const auto& [name, k] : kernels) kernels_json[name] = k.to_json();
   Json out{{"format", kFormatName},
-              {"format_version", format_version},
-              {"name", info.name},
-              {"version", info.version},
-              {"category", info.category},
-              {"backend", {{"name", info.backend}, {"config", info.backend_config}}},
-              {"device", device.to_json()},
-              {"libraries", libraries},
-              {"fusion_rules", kFusionRulesFile},
-              {"kernels", kernels_json}};
+           {"format_version", format_version},
+           {"name", info.name},
+           {"version", info.version},
+           {"category", info.category},
+           {"backend", {{"name", info.backend}, {"config", info.backend_config}}},
+           {"device", device.to_json()},
+           {"libraries", libraries},
+           {"fusion_rules", kFusionRulesFile},
+           {"kernels", kernels_json}};
   if (!measurement_quality.is_null()) out["measurement_quality"] = measurement_quality;
   return out;
 }

@@ -46,6 +46,44 @@ TEST(Protocol, BadValuesAreOneLineErrorsNamingTheKey) {
   }
 }
 
+TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
+  const MeasurementProtocol fixed = MeasurementProtocol::from_config(Json{{"REPEATS", 5}});
+  EXPECT_FALSE(fixed.adaptive());
+  EXPECT_EQ(fixed.first_repeats(5), 5);
+  const MeasurementProtocol a =
+      MeasurementProtocol::from_config(Json{{"REPEATS", 3}, {"MAX_REPEATS", 10}, {"SETTLE_TOLERANCE", 0.01}});
+  EXPECT_TRUE(a.adaptive());
+  EXPECT_EQ(a.first_repeats(3), 3);
+  EXPECT_DOUBLE_EQ(a.settle_tolerance, 0.01);
+  EXPECT_EQ(MeasurementProtocol::from_config(Json{{"MIN_REPEATS", 2}, {"MAX_REPEATS", 6}}).first_repeats(5), 2);
+  auto error = [](const Json& config) {
+    try {
+      MeasurementProtocol::from_config(config, "cfg.yaml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(Json{{"MIN_REPEATS", 8}, {"MAX_REPEATS", 4}}), "cfg.yaml: MIN_REPEATS (8) must not exceed MAX_REPEATS (4)");
+  EXPECT_EQ(error(Json{{"REPEATS", 8}, {"MAX_REPEATS", 4}}), "cfg.yaml: REPEATS (8) must not exceed MAX_REPEATS (4)");
+  EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", 0}}).find("SETTLE_TOLERANCE must be a number in (0, 1]"), std::string::npos);
+  EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", -0.1}}).find("SETTLE_TOLERANCE"), std::string::npos);
+  EXPECT_NE(error(Json{{"MAX_REPEATS", "many"}}).find("MAX_REPEATS must be an integer"), std::string::npos);
+  // The declared params reject the same through every backend's config.
+  EXPECT_THROW(resolve_backend_config(own_params(), Json{{"SETTLE_TOLERANCE", "tight"}}, "cfg.yaml"), Error);
+}
+
+TEST(Protocol, RepeatsSettleWhenTheStatisticStopsMoving) {
+  // min: the two lowest within the tolerance of each other.
+  EXPECT_FALSE(repeats_settled({2.0}, RepeatStatistic::min, 0.02));
+  EXPECT_TRUE(repeats_settled({2.5, 2.0, 2.03}, RepeatStatistic::min, 0.02));
+  EXPECT_FALSE(repeats_settled({2.5, 2.0, 2.1}, RepeatStatistic::min, 0.02));
+  EXPECT_TRUE(repeats_settled({2.5, 2.0, 2.1}, RepeatStatistic::min, 0.06));
+  // median / mean: the last repeat moved the label by no more than the tolerance.
+  EXPECT_TRUE(repeats_settled({2.0, 2.2, 2.1, 2.1}, RepeatStatistic::median, 0.02));
+  EXPECT_FALSE(repeats_settled({2.0, 2.0, 3.0}, RepeatStatistic::mean, 0.02));
+}
+
 TEST(Protocol, LabelIsTheChosenStatisticOfTheRepeats) {
   const std::vector<double> r = {3.0, 1.0, 2.0, 6.0};
   EXPECT_DOUBLE_EQ(repeat_label(r, RepeatStatistic::min), 1.0);

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Fixed repeats against adaptive ones, on a quiet machine and on a loaded one: the same 200 kernel samples
+# (100 conv-bn-relu, 100 dwconv-bn-relu, seed 1) built four times by `nn-meter build` on onednn_cpu —
+#   fixed:    REPEATS 5
+#   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02
+# each once quiet and once with a CPU-bound process spinning for the whole build (started and stopped here) —
+# and for each: measurements spent (journal records), build time, the split-half ceilings and held-out
+# accuracy of accuracy.json, how many samples settled, and what the machine check before the build said.
+# Usage: bench/run_adaptive_repeats_bench.sh OUT [build-dir]   (~25 min on 2 cores; resumes per build)
+# Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+cd "$(dirname "$0")/.."
+out="$(realpath -m "${1:?usage: run_adaptive_repeats_bench.sh OUT [build-dir]}")"
+build="${2:-build}"
+cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker >/dev/null
+# A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
+export NN_METER_HOME="$out/home"
+export NN_METER_WORKER="$out/bin/nn-meter-worker"
+use_frozen "$out/bin"
+nnm="$out/bin/nn-meter"
+
+hog=""
+stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }
+trap stop_hog EXIT
+
+for load in quiet loaded; do
+  for mode in fixed adaptive; do
+    ws="$out/$load-$mode"
+    [ -f "$ws/done" ] && continue
+    rm -rf "$ws"
+    "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
+    cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
+DETAIL: TRUE
+IMPLEMENT: onnx
+BATCH_SIZE: 1
+KERNELS:
+  conv-bn-relu:
+    INIT_SAMPLE_NUM: 100
+    FINEGRAINED_SAMPLE_NUM: 1
+    ITERATION: 1
+    ERROR_THRESHOLD: 0.1
+  dwconv-bn-relu:
+    INIT_SAMPLE_NUM: 100
+    FINEGRAINED_SAMPLE_NUM: 1
+    ITERATION: 1
+    ERROR_THRESHOLD: 0.1
+YAML
+    if [ "$mode" = fixed ]; then
+      printf 'REPEATS: 5\n' >> "$ws/configs/backend_config.yaml"
+    else
+      printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' >> "$ws/configs/backend_config.yaml"
+    fi
+    if [ "$load" = loaded ]; then
+      bash -c 'while :; do :; done' &
+      hog=$!
+    fi
+    start=$(date +%s)
+    "$nnm" build --workspace "$ws" --backend onednn_cpu --no-ruletest > "$ws/build.log" 2>&1
+    echo $(( $(date +%s) - start )) > "$ws/seconds"
+    stop_hog
+    touch "$ws/done"
+    echo "$load $mode: $(cat "$ws/seconds") s (finished $(date -u +%H:%M) UTC)"
+  done
+done
+
+/usr/bin/python3 - "$out" <<'PY'
+import json, os, sys
+out = sys.argv[1]
+rows = ["| machine | repeats | measurements | build (s) | kernel | ceiling ±5 % | ceiling ±10 % | held-out ±10 % | settled / capped |",
+        "|---|---|---|---|---|---|---|---|---|"]
+for load in ("quiet", "loaded"):
+    for mode in ("fixed", "adaptive"):
+        ws = os.path.join(out, f"{load}-{mode}")
+        res = os.path.join(ws, "predictor_build", "results")
+        acc = {a["kernel"]: a for a in json.load(open(os.path.join(res, "accuracy.json")))}
+        seconds = open(os.path.join(ws, "seconds")).read().strip()
+        for kernel in ("conv-bn-relu", "dwconv-bn-relu"):
+            lines = sum(1 for _ in open(os.path.join(res, f"profile_journal_{kernel}.jsonl")))
+            profiled = json.load(open(os.path.join(res, f"profiled_{kernel}.json")))[kernel]
+            stopped = [e.get("repeats_stopped", "") for e in profiled.values()]
+            r, m = acc[kernel]["repeatability"], acc[kernel]["metrics"]
+            how = "5 fixed" if mode == "fixed" else "3..10"
+            settled = "-" if mode == "fixed" else f"{stopped.count('settled')} / {stopped.count('max_repeats')}"
+            rows.append(f"| {load} | {how} | {lines} | {seconds} | {kernel} | {100 * r['within5']:.1f} % | "
+                        f"{100 * r['within10']:.1f} % | {100 * m['acc10']:.1f} % | {settled} |")
+checks = []
+for load in ("quiet", "loaded"):
+    log = open(os.path.join(out, f"{load}-fixed", "build.log")).read().splitlines()
+    checks.append(f"- {load}: " + ("; ".join(l.split("machine check, ", 1)[1][:160] for l in log if "machine check, " in l) or "no warning"))
+quality = []
+for load in ("quiet", "loaded"):
+    for mode in ("fixed", "adaptive"):
+        meta = json.load(open(os.path.join(out, f"{load}-{mode}", "predictor_build", "predictor", "predictor.json")))
+        quality.append(f"{load}-{mode}: {meta.get('measurement_quality', {}).get('verdict', '-')}")
+open(os.path.join(out, "summary.md"), "w").write(
+    "\n".join(rows) + "\n\nMachine check before the fixed builds:\n" + "\n".join(checks) +
+    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n")
+print(open(os.path.join(out, "summary.md")).read())
+PY
