@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # Fixed repeats against adaptive ones, on a quiet machine and on a loaded one: the same 200 kernel samples
-# (100 conv-bn-relu, 100 dwconv-bn-relu, seed 1) built four times by `nn-meter build` on onednn_cpu —
+# (SAMPLES=100 conv-bn-relu and as many dwconv-bn-relu, seed 1) built four times by `nn-meter build` on onednn_cpu —
 #   fixed:    REPEATS 5
 #   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02
 # each once quiet and once with a CPU-bound process spinning for the whole build (started and stopped here) —
 # and for each: measurements spent (journal records), build time, the split-half ceilings and held-out
 # accuracy of accuracy.json, how many samples settled, and what the machine check before the build said.
-# Usage: bench/run_adaptive_repeats_bench.sh OUT [build-dir]   (~25 min on 2 cores; resumes per build)
+# Usage: [SAMPLES=N] bench/run_adaptive_repeats_bench.sh OUT [build-dir]   (quiet: ~19 min on 2 cores; loaded: each
+# measurement ~4x slower; resumes per build)
 # Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_adaptive_repeats_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
+samples="${SAMPLES:-100}"  # per kernel
 cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker >/dev/null
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
 freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
@@ -31,18 +33,18 @@ for load in quiet loaded; do
     [ -f "$ws/done" ] && continue
     rm -rf "$ws"
     "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
-    cat > "$ws/configs/predictorbuild_config.yaml" <<'YAML'
+    cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
 DETAIL: TRUE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
 KERNELS:
   conv-bn-relu:
-    INIT_SAMPLE_NUM: 100
+    INIT_SAMPLE_NUM: $samples
     FINEGRAINED_SAMPLE_NUM: 1
     ITERATION: 1
     ERROR_THRESHOLD: 0.1
   dwconv-bn-relu:
-    INIT_SAMPLE_NUM: 100
+    INIT_SAMPLE_NUM: $samples
     FINEGRAINED_SAMPLE_NUM: 1
     ITERATION: 1
     ERROR_THRESHOLD: 0.1

@@ -158,23 +158,38 @@ bool fold_load_time_constants(onnx::GraphProto& g) {
     }
   }
   if (folded.empty()) return false;
-  std::unordered_set<std::string> graph_outputs;
-  for (const auto& o : g.output()) graph_outputs.insert(o.name());
+  // Values the graph returns, or that a subgraph (If, Loop) reads by name from this scope, keep their producer.
+  std::unordered_set<std::string> kept;
+  for (const auto& o : g.output()) kept.insert(o.name());
+  std::function<void(const onnx::GraphProto&)> read_by_subgraphs = [&](const onnx::GraphProto& sub) {
+    for (const auto& n : sub.node()) {
+      kept.insert(n.input().begin(), n.input().end());
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) read_by_subgraphs(a.g());
+        for (const auto& gs : a.graphs()) read_by_subgraphs(gs);
+      }
+    }
+  };
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) read_by_subgraphs(a.g());
+      for (const auto& gs : a.graphs()) read_by_subgraphs(gs);
+    }
   // Evaluated nodes leave the graph (ONNX's inference of them is what failed, e.g. 1.12's data propagation
-  // through Unsqueeze of a scalar in Swin's window padding), unless the graph returns their value.
+  // through Unsqueeze of a scalar in Swin's window padding), unless their value is read as said above.
   auto* nodes = g.mutable_node();
   bool changed = false;
   for (int i = nodes->size(); i-- > 0;) {
     const auto& node = nodes->Get(i);
     const bool evaluated = node.output_size() > 0 && folded.count(node.output(0));
-    if (!evaluated || std::any_of(node.output().begin(), node.output().end(), [&](const auto& o) { return graph_outputs.count(o); }))
+    if (!evaluated || std::any_of(node.output().begin(), node.output().end(), [&](const auto& o) { return kept.count(o); }))
       continue;
     nodes->DeleteSubrange(i, 1);
     changed = true;
   }
   for (auto& node : *nodes)
     for (auto& in : *node.mutable_input()) {
-      if (!folded.count(in) || graph_outputs.count(in)) continue;
+      if (!folded.count(in) || kept.count(in)) continue;
       const std::string name = in + "__nnmeter_folded";
       if (initializers.insert(name).second) *g.add_initializer() = onnx_io::to_tensor_proto(values.at(in), name);
       in = name;
