@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/cpu_times.h"
 #include "common/rng.h"
 #include "nnmeter/common.h"
 
@@ -27,30 +28,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-// Busy and total jiffies per CPU from /proc/stat.
-struct CpuTimes {
-  std::vector<uint64_t> busy, total;
-};
-
-CpuTimes read_cpu_times() {
-  CpuTimes t;
-  std::ifstream in("/proc/stat");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
-    std::istringstream ss(line);
-    std::string name;
-    uint64_t user = 0, nice = 0, sys = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-    ss >> name >> user >> nice >> sys >> idle >> iowait >> irq >> softirq >> steal;
-    const auto cpu = static_cast<size_t>(std::stoi(name.substr(3)));
-    if (t.busy.size() <= cpu) t.busy.resize(cpu + 1), t.total.resize(cpu + 1);
-    // Steal counts as busy: on a VM it is the hypervisor giving our vCPU to someone else.
-    t.busy[cpu] = user + nice + sys + irq + softirq + steal;
-    t.total[cpu] = t.busy[cpu] + idle + iowait;
-  }
-  return t;
-}
 
 double own_cpu_seconds() {
   rusage r{};
@@ -67,16 +44,6 @@ double foreign_load(const CpuTimes& a, const CpuTimes& b, double own_seconds, do
   for (size_t i = 0; i < cpus; ++i) busy += static_cast<double>(b.busy[i] - a.busy[i]) / hz;
   if (wall_seconds <= 0 || cpus == 0) return 0;
   return std::max(0.0, (busy - own_seconds) / (wall_seconds * static_cast<double>(cpus)));
-}
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) out.push_back(c);
-  return out;
 }
 
 // The `n` allowed CPUs that were least busy over a short window. Two clock ticks are enough to tell a busy

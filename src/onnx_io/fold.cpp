@@ -360,33 +360,9 @@ class Folder {
 
   HostTensor reshape() const {
     HostTensor t = value(0);
-    const std::vector<int64_t> target = ints(1);
-    const bool allow_zero = attr_i(n_, "allowzero", 0) != 0;
-    Shape out;
-    int64_t known = 1;
-    std::optional<size_t> unknown;
-    for (size_t i = 0; i < target.size(); ++i) {
-      int64_t d = target[i];
-      if (d == 0 && !allow_zero) {
-        need(i < t.dims.size());
-        d = t.dims[i];
-      }
-      if (d == -1) {
-        need(!unknown);
-        unknown = i;
-      } else {
-        need(d >= 0 && (d == 0 || known <= kMaxFoldElements / d));
-        known *= d;
-      }
-      out.push_back(d);
-    }
-    const int64_t total = t.numel();
-    if (unknown) {
-      need(known > 0 && total % known == 0);
-      out[*unknown] = total / known;
-    }
-    need(numel(out) == total);
-    t.dims = std::move(out);
+    auto out = reshape_shape(t.dims, ints(1), attr_i(n_, "allowzero", 0) != 0, kMaxFoldElements);
+    need(out.has_value());
+    t.dims = std::move(*out);
     return t;
   }
 

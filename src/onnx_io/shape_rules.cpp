@@ -30,6 +30,40 @@ std::optional<WindowAxis> window_axis(int64_t in, int64_t extent, int64_t stride
   return w;
 }
 
+std::optional<Shape> reshape_shape(const Shape& in, const std::vector<int64_t>& target, bool allow_zero,
+                                   int64_t max_elements) {
+  int64_t total = 1;
+  for (int64_t d : in) {
+    if (d < 0 || (d > 0 && total > max_elements / d)) return std::nullopt;
+    total *= d;
+  }
+  Shape out;
+  int64_t known = 1;
+  std::optional<size_t> unknown;
+  for (size_t i = 0; i < target.size(); ++i) {
+    int64_t d = target[i];
+    if (d == 0 && !allow_zero) {
+      if (i >= in.size()) return std::nullopt;
+      d = in[i];
+    }
+    if (d == -1) {
+      if (unknown) return std::nullopt;
+      unknown = i;
+    } else {
+      if (d < 0 || (d > 0 && known > max_elements / d)) return std::nullopt;
+      known *= d;
+    }
+    out.push_back(d);
+  }
+  if (unknown) {
+    if (known <= 0 || total % known != 0) return std::nullopt;
+    out[*unknown] = total / known;
+  } else if (known != total) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

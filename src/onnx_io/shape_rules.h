@@ -26,6 +26,11 @@ struct WindowAxis {
 std::optional<WindowAxis> window_axis(int64_t in, int64_t extent, int64_t stride, int64_t pad_begin, int64_t pad_end,
                                       std::string_view auto_pad = "NOTSET", bool ceil_mode = false);
 
+// Reshape's output: a 0 in `target` copies the input's dim (unless allow_zero), one -1 takes what is left.
+// nullopt when the target does not hold the input's elements, or a partial product exceeds `max_elements`.
+std::optional<Shape> reshape_shape(const Shape& in, const std::vector<int64_t>& target, bool allow_zero,
+                                   int64_t max_elements);
+
 // numpy's (ONNX's multidirectional) broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 

@@ -260,35 +260,10 @@ class Inference {
   }
 
   void reshape(const onnx::NodeProto& n) {
-    const Shape& in = shape(input(n, 0));
-    const std::vector<int64_t>& target = values(input(n, 1));
-    const bool allow_zero = int_attr(n, "allowzero", 0) != 0;
-    const int64_t total = std::accumulate(in.begin(), in.end(), int64_t{1}, std::multiplies<>());
-    Shape out;
-    int64_t known = 1;
-    std::optional<size_t> unknown;
-    for (size_t i = 0; i < target.size(); ++i) {
-      int64_t d = target[i];
-      if (d == 0 && !allow_zero) {
-        require(i < in.size());
-        d = in[i];
-      }
-      if (d == -1) {
-        require(!unknown);
-        unknown = i;
-      } else {
-        require(d >= 0 && (d == 0 || known <= kMaxTensorElements / d));
-        known *= d;
-      }
-      out.push_back(d);
-    }
-    if (unknown) {
-      require(known > 0 && total % known == 0);
-      out[*unknown] = total / known;
-    } else {
-      require(known == total);
-    }
-    set(n, std::move(out));
+    auto out = onnx_io::reshape_shape(shape(input(n, 0)), values(input(n, 1)), int_attr(n, "allowzero", 0) != 0,
+                                      kMaxTensorElements);
+    require(out.has_value());
+    set(n, std::move(*out));
   }
 
   void transpose(const onnx::NodeProto& n) {

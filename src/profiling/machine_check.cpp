@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +13,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include "common/cpu_times.h"
 
 namespace nnmeter {
 
@@ -67,16 +68,6 @@ std::optional<std::set<int>> parse_cpu_list(const std::string& text) {
   return out;
 }
 
-std::vector<int> affinity_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
-  for (int c = 0; c < CPU_SETSIZE; ++c)
-    if (CPU_ISSET(c, &set)) out.push_back(c);
-  return out;
-}
-
 fs::path cpu_dir(const fs::path& root, int cpu) { return root / "sys/devices/system/cpu" / ("cpu" + std::to_string(cpu)); }
 
 MachineFinding governor(const fs::path& root, const std::vector<int>& cpus) {
@@ -116,26 +107,6 @@ MachineFinding boost(const fs::path& root) {
     f.advice = "boost clocks depend on temperature and on the other cores' load: turn boost off while measuring (as "
                "root: echo 0 > " + cpufreq_boost.string() + ", or echo 1 > " + no_turbo.string() + ")";
   return f;
-}
-
-// Ticks each CPU spent busy (not idle or iowait), from /proc/stat's per-CPU lines.
-std::map<int, int64_t> cpu_busy_ticks(const fs::path& root) {
-  std::map<int, int64_t> out;
-  std::ifstream in(root / "proc/stat");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("cpu", 0) != 0 || line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
-    std::istringstream ss(line.substr(3));
-    int cpu = 0;
-    ss >> cpu;
-    std::vector<int64_t> v;
-    for (int64_t x; ss >> x;) v.push_back(x);
-    if (v.size() < 5) continue;
-    int64_t busy = 0;
-    for (size_t i = 0; i < v.size() && i < 8; ++i)
-      if (i != 3 && i != 4) busy += v[i];  // user nice system idle iowait irq softirq steal
-    out[cpu] = busy;
-  }
-  return out;
 }
 
 struct ProcessTicks {
@@ -183,10 +154,10 @@ std::optional<std::set<int>> smt_siblings(const fs::path& root, int cpu) {
 // Other processes' CPU use and the SMT siblings' load, over one window.
 void load_findings(const MachineCheckOptions& o, const std::vector<int>& cpus, std::vector<MachineFinding>& out) {
   const double ticks_per_s = static_cast<double>(std::max(1L, ::sysconf(_SC_CLK_TCK)));
-  const auto busy0 = cpu_busy_ticks(o.root);
+  const CpuTimes busy0 = read_cpu_times(o.root / "proc/stat");
   const auto procs0 = process_ticks(o.root);
   std::this_thread::sleep_for(std::chrono::duration<double>(o.window_s));
-  const auto busy1 = cpu_busy_ticks(o.root);
+  const CpuTimes busy1 = read_cpu_times(o.root / "proc/stat");
   const auto procs1 = process_ticks(o.root);
   const double window_ticks = std::max(1e-9, o.window_s * ticks_per_s);
 
@@ -223,9 +194,9 @@ void load_findings(const MachineCheckOptions& o, const std::vector<int>& cpus, s
     readable = true;
     for (int s : *sib) {
       shared.push_back(fmt::format("cpu {} shares a core with cpu {}", c, s));
-      const auto b0 = busy0.find(s), b1 = busy1.find(s);
-      if (b0 == busy0.end() || b1 == busy1.end()) continue;
-      const double share = static_cast<double>(b1->second - b0->second) / window_ticks;
+      const auto cpu = static_cast<size_t>(s);
+      if (cpu >= busy0.busy.size() || cpu >= busy1.busy.size()) continue;
+      const double share = (static_cast<double>(busy1.busy[cpu]) - static_cast<double>(busy0.busy[cpu])) / window_ticks;
       if (share > o.busy_share && std::find(cpus.begin(), cpus.end(), s) == cpus.end())
         busy_siblings.push_back(fmt::format("cpu {} (sibling of cpu {}) was {:.0f}% busy", s, c, 100 * share));
     }
@@ -336,7 +307,7 @@ MachineCheck check_machine(const MachineCheckOptions& options) {
   if (!(options.window_s >= 0) || options.window_s > 60) throw Error("the machine check's window must be 0 to 60 seconds");
   if (options.probe_runs < 0 || options.probe_runs > 10000) throw Error("the machine check's probe runs must be 0 to 10000");
   MachineCheck out;
-  out.cpus = options.cpus.empty() ? affinity_cpus() : options.cpus;
+  out.cpus = options.cpus.empty() ? allowed_cpus() : options.cpus;
   out.findings.push_back(governor(options.root, out.cpus));
   out.findings.push_back(boost(options.root));
   load_findings(options, out.cpus, out.findings);

@@ -65,6 +65,16 @@ TEST(GraphOrder, KahnWithDeterministicTies) {
   EXPECT_FALSE(topological_order(3, {{0, 1}, {1, 2}, {2, 0}}, std::less<size_t>()));
 }
 
+TEST(ShapeRules, ReshapeTargets) {
+  using onnx_io::reshape_shape;
+  EXPECT_EQ(reshape_shape({2, 16, 16, 16}, {0, -1}, false, 1 << 20), (Shape{2, 4096}));
+  EXPECT_EQ(reshape_shape({2, 3}, {3, 0}, true, 1 << 20), std::nullopt);  // allowzero: a real 0, 6 != 0
+  EXPECT_EQ(reshape_shape({4, 0}, {0, 7}, true, 1 << 20), (Shape{0, 7}));
+  EXPECT_EQ(reshape_shape({1, 16}, {1, 15}, false, 1 << 20), std::nullopt);
+  EXPECT_EQ(reshape_shape({1, 16}, {-1, -1}, false, 1 << 20), std::nullopt);
+  EXPECT_EQ(reshape_shape({1, 16}, {4, -1}, false, 8), std::nullopt);  // beyond the limit
+}
+
 TEST(ShapeRules, EinsumOutputs) {
   using onnx_io::einsum_shape;
   // MaxViT's attention as torchvision exports it: upper-case letters and spaces.
