@@ -5,6 +5,7 @@ shapes for every tensor or a one-line refusal. With --predictor NAME, also `nn-m
 the share of ops not counted and the kernels predicted by a stand-in regressor.
 
 Usage: bench/torchvision_exports.py OUT_DIR [--opsets 13 17] [--models a b ...] [--predictor NAME] [--nn-meter PATH]
+       [--python DIR]   (exports with the product's nn_meter.torch_to_onnx, from the build tree by default)
 Resumable: an export already in OUT_DIR is reused, a model already in OUT_DIR/results.csv is not run again.
 Exports are deleted after use unless --keep (the largest are gigabytes)."""
 import argparse
@@ -15,23 +16,15 @@ import subprocess
 import sys
 import time
 
-# nn.MultiheadAttention's eval fast path (aten::_native_multi_head_attention) has no ONNX export in torch 1.13:
-# modules with attention are exported in train mode, where their dropout is 0.
 FIELDS = ["model", "opset", "export", "get_ir", "nodes", "uncovered_ops", "stand_ins", "message", "seconds"]
 
 
-def export(torch, models, name, path, opset):
+def export(nn_meter, models, name, path, opset):
+    """What a user's export writes: nn_meter.torch_to_onnx (batch 1, constant folding on, attention's fast path
+    off), at 224 x 224 (Inception: 299)."""
     module = models.get_model(name, weights=None) if hasattr(models, "get_model") else getattr(models, name)(weights=None)
-    mode = torch.onnx.TrainingMode.EVAL
-    if any(isinstance(m, torch.nn.MultiheadAttention) for m in module.modules()):
-        module.train()
-        mode = torch.onnx.TrainingMode.PRESERVE
-    else:
-        module.eval()
     size = 299 if name == "inception_v3" else 224
-    with torch.no_grad():
-        torch.onnx.export(module, torch.randn(1, 3, size, size), path, opset_version=opset, do_constant_folding=True,
-                          training=mode)
+    nn_meter.torch_to_onnx(module.eval(), (1, 3, size, size), opset_version=opset, path=path)
 
 
 def last_line(text):
@@ -47,8 +40,11 @@ def main():
     ap.add_argument("--predictor")
     ap.add_argument("--nn-meter", default=os.path.join(os.path.dirname(__file__), "..", "build", "nn-meter"))
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--python", default=os.path.join(os.path.dirname(__file__), "..", "build", "python"),
+                    help="where the nn_meter package is (default: the build tree's)")
     a = ap.parse_args()
-    import torch
+    sys.path.insert(0, a.python)
+    import nn_meter
     import torchvision.models as models
     names = a.models or sorted(models.list_models(module=models))
     os.makedirs(a.out, exist_ok=True)
@@ -72,7 +68,7 @@ def main():
                 path = os.path.join(a.out, f"{name}_op{opset}.onnx")
                 try:
                     if not os.path.exists(path):
-                        export(torch, models, name, path + ".part", opset)
+                        export(nn_meter, models, name, path + ".part", opset)
                         os.replace(path + ".part", path)
                 except Exception as e:  # the exporter's own limits, not ours: recorded as such
                     row["export"] = "failed"

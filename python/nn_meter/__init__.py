@@ -15,6 +15,7 @@ from .predictor import (
     nnMeterPredictor,
     model_to_graph,
     model_file_to_graph,
+    torch_to_onnx,
 )
 from .registry import register_module, register_predictor, unregister_module
 from .utils import latency_metrics
@@ -28,6 +29,7 @@ __all__ = [
     "nnMeterPredictor",
     "model_to_graph",
     "model_file_to_graph",
+    "torch_to_onnx",
     "latency_metrics",
     "register_module",
     "unregister_module",

@@ -29,7 +29,11 @@ def load_predictor_folder(folder):
     return nnMeterPredictor(_nnmeter.LatencyPredictor.from_folder(os.fspath(folder), registry_home()))
 
 
-def _torch_to_onnx_bytes(model, input_shape):
+def torch_to_onnx(model, input_shape=None, opset_version=13, path=None):
+    """A torch.nn.Module (or a torchvision model name) as torch.onnx.export writes it, batch 1, constant folding
+    on: the graph a user's own export has. nn.MultiheadAttention and the Transformer layers take a fused fast
+    path in eval mode that has no ONNX export (torch 1.13); they are exported in train mode, everything else in
+    eval mode. Returns the model's bytes, and writes them to `path` when given."""
     try:
         import torch
     except ImportError:
@@ -49,16 +53,26 @@ def _torch_to_onnx_bytes(model, input_shape):
     shape = tuple(int(d) for d in (input_shape or TORCH_DEFAULT_INPUT_SHAPE))
     first = next(model.parameters(), None)
     dummy = torch.randn(*shape, device=first.device if first is not None else "cpu")
-    buffer = io.BytesIO()
-    was_training = model.training
+    fast_path = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer)
+    modes = {m: m.training for m in model.modules()}
     model.eval()
+    attention = [m for m in model.modules() if isinstance(m, fast_path)]
+    for m in attention:
+        m.train()
+    buffer = io.BytesIO()
     try:
         with torch.no_grad():
-            torch.onnx.export(model, dummy, buffer, opset_version=13, do_constant_folding=True,
-                              input_names=["input"], output_names=["output"])
+            torch.onnx.export(model, dummy, buffer, opset_version=opset_version, do_constant_folding=True,
+                              input_names=["input"], output_names=["output"],
+                              training=torch.onnx.TrainingMode.PRESERVE if attention else torch.onnx.TrainingMode.EVAL)
     finally:
-        model.train(was_training)
-    return buffer.getvalue()
+        for m, training in modes.items():
+            m.training = training
+    data = buffer.getvalue()
+    if path is not None:
+        with open(path, "wb") as f:
+            f.write(data)
+    return data
 
 
 def _source(model, model_type, input_shape):
@@ -78,7 +92,7 @@ def _source(model, model_type, input_shape):
         raise TypeError(f"model_type='onnx' takes a file path, bytes or an onnx.ModelProto, not {type(model).__name__}")
     if model_type == "torch":
         name = model if isinstance(model, str) else type(model).__name__
-        return _nnmeter.ModelSource("bytes", _torch_to_onnx_bytes(model, input_shape), f"<torch {name}>")
+        return _nnmeter.ModelSource("bytes", torch_to_onnx(model, input_shape), f"<torch {name}>")
     # nnmeter-ir
     if isinstance(model, (str, os.PathLike)):
         path = os.fspath(model)

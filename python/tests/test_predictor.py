@@ -250,20 +250,6 @@ def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, m
     assert split["files"]["kernels_csv"] == str(tmp_path / "k" / "kernels.csv")
 
 
-def _export(torch, module, shape, path, opset):
-    """What a user's torch.onnx.export writes (constant folding on). nn.MultiheadAttention's eval fast path has
-    no ONNX export in torch 1.13: modules with attention are exported in train mode, where dropout is 0."""
-    mode = torch.onnx.TrainingMode.EVAL
-    if any(isinstance(m, torch.nn.MultiheadAttention) for m in module.modules()):
-        module.train()
-        mode = torch.onnx.TrainingMode.PRESERVE
-    else:
-        module.eval()
-    torch.onnx.export(module, torch.randn(*shape), str(path), opset_version=opset, do_constant_folding=True,
-                      training=mode)
-    return path
-
-
 @pytest.mark.parametrize("opset", [13, 17])
 def test_real_torchvision_exports_predict(registered, tmp_path, opset):
     """Exporters compute shapes at run time (Shape → Gather → Div → Slice in ShuffleNetV2's chunk, a ViT's class
@@ -289,10 +275,17 @@ def test_real_torchvision_exports_predict(registered, tmp_path, opset):
     predictor = nn_meter.load_predictor_folder(str(registered[1] / "predictor_build" / "predictor"))
     with torch.no_grad():
         for name, (module, shape) in cases.items():
-            path = _export(torch, module, shape, tmp_path / f"{name}.onnx", opset)
+            module.eval()
+            path = tmp_path / f"{name}.onnx"
+            nn_meter.torch_to_onnx(module, shape, opset_version=opset, path=path)
             detail = predictor.predict_detail(str(path))
             assert detail["latency_ms"] > 0, name
             assert nn_meter.model_file_to_graph(str(path)), name
+            # The module itself predicts the same (model_type='torch' exports it the same way), and its modes
+            # are as they were.
+            assert not any(m.training for m in module.modules()), name
+            if opset == 13:
+                assert predictor.predict(module, model_type="torch", input_shape=shape) == detail["latency_ms"], name
 
 
 def test_exported_swish_convs_use_the_swish_kernel_or_say_which_stand_in(registered, tmp_path):
@@ -305,8 +298,8 @@ def test_exported_swish_convs_use_the_swish_kernel_or_say_which_stand_in(registe
     shutil.copytree(registered[1] / "predictor_build" / "predictor", folder)
     (folder / "fusion_rules.json").write_text(json.dumps(
         {name: {"obey": True} for name in ("BF_conv_relu", "BF_conv_swish", "BF_dwconv_swish", "BF_conv_bn")}))
-    with torch.no_grad():
-        path = _export(torch, models.efficientnet_b0(), (1, 3, 64, 64), tmp_path / "efficientnet_b0.onnx", 13)
+    path = tmp_path / "efficientnet_b0.onnx"
+    nn_meter.torch_to_onnx(models.efficientnet_b0(), (1, 3, 64, 64), path=path)
     detail = nn_meter.load_predictor_folder(str(folder)).predict_detail(str(path))
     swish = [k for k in detail["kernels"] if k["op"] == "conv-swish"]
     assert swish and {k["kernel"] for k in swish} == {"conv-bn-swish"}

@@ -119,7 +119,7 @@ class Folder {
     if (op == "Slice") return {slice()};
     if (op == "Reshape") return {reshape()};
     if (op == "Transpose") return {transpose()};
-    if (op == "Expand") return {broadcast_to(value(0), *broadcast_shapes_or_fail(value(0).dims, ints(1)))};
+    if (op == "Expand") return {broadcast_to(value(0), broadcast_or_fail(value(0).dims, ints(1)))};
     if (op == "ConstantOfShape") return {constant_of_shape()};
     if (op == "Range") return {range()};
     if (op == "Where") return {where()};
@@ -150,10 +150,10 @@ class Folder {
     return t.data[0];
   }
 
-  static std::optional<Shape> broadcast_shapes_or_fail(const Shape& a, const Shape& b) {
+  static Shape broadcast_or_fail(const Shape& a, const Shape& b) {
     auto out = broadcast_shapes(a, b);
     need(out.has_value());
-    return out;
+    return *out;
   }
 
   HostTensor constant() const {
@@ -421,7 +421,7 @@ class Folder {
 
   HostTensor where() const {
     const HostTensor &c = value(0), &x = value(1), &y = value(2);
-    const Shape out = *broadcast_shapes_or_fail(*broadcast_shapes_or_fail(c.dims, x.dims), y.dims);
+    const Shape out = broadcast_or_fail(broadcast_or_fail(c.dims, x.dims), y.dims);
     const HostTensor bc = broadcast_to(c, out), bx = broadcast_to(x, out), by = broadcast_to(y, out);
     HostTensor t = make(x.dtype, out);
     for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = bc.data[i] != 0 ? bx.data[i] : by.data[i];
@@ -465,7 +465,7 @@ class Folder {
   }
 
   static HostTensor combine(const HostTensor& a, const HostTensor& b, const Binary& fn, bool comparison) {
-    const Shape out = *broadcast_shapes_or_fail(a.dims, b.dims);
+    const Shape out = broadcast_or_fail(a.dims, b.dims);
     const auto ia = broadcast_index(a.dims, out), ib = broadcast_index(b.dims, out);
     const bool integer = a.dtype == DType::I64 && b.dtype == DType::I64;
     HostTensor t = make(comparison ? DType::I64 : a.dtype, out);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <map>
+#include <sstream>
 #include <string_view>
 #include <unordered_map>
 
@@ -84,15 +85,13 @@ std::vector<std::string> stand_in_kernels(const std::string& kernel) {
     if (kernel.rfind(type + "-", 0) != 0) continue;
     // The same activation first (BN folded into the conv costs nothing), then its nearest twin, then nn-Meter's
     // family order.
-    std::string act;
-    for (size_t end = kernel.size(), start; end > type.size(); end = start) {
-      start = kernel.rfind('-', end - 1);
-      const std::string part = kernel.substr(start + 1, end - start - 1);
-      if (part == "relu" || part == "relu6" || part == "hswish" || part == "swish") {
-        act = part;
-        break;
-      }
-    }
+    std::vector<std::string> ops;  // "conv-bn-relu-add" → conv, bn, relu, add
+    std::stringstream parts(kernel);
+    for (std::string op; std::getline(parts, op, '-');) ops.push_back(op);
+    const auto last_act = std::find_if(ops.rbegin(), ops.rend(), [](const std::string& op) {
+      return op == "relu" || op == "relu6" || op == "hswish" || op == "swish";
+    });
+    const std::string act = last_act == ops.rend() ? "" : *last_act;
     const std::string twin = act == "relu" ? "relu6" : act == "relu6" ? "relu" : act == "swish" ? "hswish" : "swish";
     for (const std::string& a : act.empty() ? std::vector<std::string>{} : std::vector<std::string>{act, twin}) {
       add(type + "-bn-" + a);
@@ -170,9 +169,9 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       for (const auto& n : ir.nodes) by_name.emplace(n.name, &n);
     for (const auto& node : nodes) out.uncovered.push_back({node, by_name.at(node)->type, reason});
   };
-  auto pick = [&](const auto& options) -> std::string {
+  auto pick = [&](const std::vector<std::string>& options) -> std::string {
     for (const auto& o : options)
-      if (s.parsers.count(o)) return std::string(o);
+      if (s.parsers.count(o)) return o;
     return "";
   };
 

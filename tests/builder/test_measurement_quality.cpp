@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/io.h"
+#include "kit/onnx_builder.h"
 #include "nnmeter/builder.h"
 #include "nnmeter/registry.h"
 #include "support/plugin_fixtures.h"
@@ -78,6 +79,21 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
   const auto [quiet_run, quiet] = build("quiet", 0.0);
   EXPECT_EQ(quiet["measurement_quality"]["verdict"], "ok") << quiet["measurement_quality"].dump();
   EXPECT_FALSE(contains(quiet_run.out, "measurement:")) << quiet_run.out;
+
+  // predict says so whenever it loads the noisy predictor, and says nothing of the quiet one.
+  onnxgen::Builder b("relu");
+  b.output(b.relu(b.input("x", {1, 16, 8, 8})));
+  b.save(tmp / "relu.onnx");
+  for (const std::string name : {"noisy", "quiet"}) {
+    const fs::path folder = tmp / name / "predictor_build" / "predictor";
+    write_text(folder / "fusion_rules.json", "{}\n");
+    ASSERT_EQ(run_cli({"register", "--predictor", (folder / "meta.yaml").string()}, tmp / "home").exit_code, 0);
+    const CliResult p = run_cli({"predict", "--predictor", name, "--onnx", (tmp / "relu.onnx").string()}, tmp / "home");
+    ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+    EXPECT_EQ(contains(p.out + p.err, "was built on noisy measurements (measurement_quality in its predictor.json)"),
+              name == "noisy")
+        << name << ": " << p.out << p.err;
+  }
 }
 
 }  // namespace

@@ -552,6 +552,37 @@ TEST(EvaluateFamily, StripsResolutionAndWidth) {
   EXPECT_EQ(model_family("custom"), "custom");
 }
 
+// Stand-in regressors, uncounted ops and a predictor built on noise are said next to the score, and kept in the
+// JSON per model.
+TEST(EvaluateReport, SaysWhatNoCalibrationFixes) {
+  EvaluateReport report;
+  report.predictor = "p";
+  report.backend = "onednn_cpu";
+  ModelEvaluation a, b, c;
+  a.name = "efficientnet_b0";
+  a.stand_ins = {{"conv-bn-swish -> conv-bn-relu", 16}, {"mul -> add", 2}};
+  b.name = "vit";
+  b.stand_ins = {{"conv-bn-swish -> conv-bn-relu", 1}};
+  b.uncovered_ops = 12;
+  c.name = "resnet18";
+  report.models = {a, b, c};
+  std::string table = report.to_table();
+  EXPECT_TRUE(contains(table, "2 of 3 models have kernels predicted by another kernel's regressor: "
+                              "conv-bn-swish -> conv-bn-relu x17, mul -> add x2")) << table;
+  EXPECT_TRUE(contains(table, "1 of 3 models have ops no predictor counts (12 ops")) << table;
+  EXPECT_FALSE(contains(table, "noisy measurements")) << table;
+  const Json j = report.to_json();
+  EXPECT_EQ(j["models"][0]["stand_ins"]["conv-bn-swish -> conv-bn-relu"], 16);
+  EXPECT_EQ(j["models"][1]["uncovered_ops"], 12);
+  EXPECT_FALSE(j["models"][2].contains("stand_ins"));
+  EXPECT_FALSE(j.contains("measurement_quality"));
+
+  report.measurement_quality = {{"verdict", "noisy"}, {"reasons", {"drift"}}};
+  table = report.to_table();
+  EXPECT_TRUE(contains(table, "the predictor was built on noisy measurements")) << table;
+  EXPECT_EQ(report.to_json()["measurement_quality"]["verdict"], "noisy");
+}
+
 // The report is judged as a person sees it: Chromium prints it to PDF and the PDF's text is read back.
 TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
   const CliResult which = run_program({"/bin/sh", "-c", "command -v chromium && command -v pdftotext"});

@@ -117,5 +117,26 @@ TEST(MachineCheckCli, NamesABusyProcessAndStrictRefuses) {
   EXPECT_EQ(bad.exit_code, 2) << bad.out << bad.err;
 }
 
+// The check before measuring: --strict-machine refuses an unfit machine before anything is measured (even
+// where NN_METER_MACHINE_CHECK=off, as in this suite, would skip the warning-only check).
+TEST(MachineCheckCli, StrictMachineRefusesToBuildOnABusyMachine) {
+  TempDir tmp;
+  const fs::path ws = tmp / "ws";
+  ASSERT_EQ(run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home").exit_code, 0);
+  std::atomic<bool> stop{false};
+  std::thread spin([&] {
+    volatile uint64_t x = 0;
+    while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+  });
+  const CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--kernels", "relu",
+                               "--no-ruletest", "--strict-machine"}, tmp / "home");
+  stop = true;
+  spin.join();
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_TRUE(contains(r.err, "(nn-Meter) --strict-machine: the machine is not fit to measure on")) << r.err;
+  EXPECT_TRUE(contains(r.out + r.err, "machine check, other processes: pid")) << r.out << r.err;
+  EXPECT_FALSE(fs::exists(ws / "predictor_build" / "results" / "profile_journal_relu.jsonl"));
+}
+
 }  // namespace
 }  // namespace nnmeter::test
