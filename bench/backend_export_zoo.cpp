@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "common/io.h"
 
 int main(int argc, char** argv) {
@@ -17,9 +17,9 @@ int main(int argc, char** argv) {
     const int64_t res = argc > 2 ? std::stoll(argv[2]) : 224;
     nnmeter::Json index = nnmeter::Json::array();
     const std::vector<std::string> names =
-        argc > 3 ? std::vector<std::string>(argv + 3, argv + argc) : nnmeter::zoo::model_names();
+        argc > 3 ? std::vector<std::string>(argv + 3, argv + argc) : nnmeter::networks::architectures();
     for (const auto& name : names) {
-      const auto m = nnmeter::zoo::build(name, res);
+      const auto m = nnmeter::networks::build(name, res);
       const auto file = dir / (name + ".onnx");
       nnmeter::io::write_file_atomic(file, m.model.SerializeAsString());
       index.push_back({{"name", name}, {"file", file.string()}, {"flops", m.flops}});

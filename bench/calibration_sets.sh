@@ -1,11 +1,11 @@
 # Sourced by the accuracy benches: the calibration sets of `CALIBRATE=N` in a run's output folder. Each part is a
-# folder of ONNX files written by prediction_bench (deterministic); a union (calibration_models72, 99, 135) is a
-# folder of links to its parts' files.
-#   calibration_parts N [NAME]                   prediction_bench's sets in the union N (1, 72, 99 or 135); NAME is the
+# folder of ONNX files written by `nn-meter networks export` (deterministic); a union (calibration_models72, 99,
+# 135) is a folder of links to its parts' files.
+#   calibration_parts N [NAME]                   the parts of the union N (1, 72, 99 or 135); NAME is the
 #                                                setting an unknown N is reported as (CALIBRATE)
 #   calibration_folder N                         the folder's name under OUT that `--calibrate-on` takes
 #   scored_calibration_sets N                    every part and every union up to N: what a run of N is scored on
-#   make_calibration_sets OUT N PREDICTION_BENCH writes what is missing of them under OUT
+#   make_calibration_sets OUT N NN_METER         writes what is missing of them under OUT
 #   calibrate_of_run OUT                         the N a finished run of bench/run_accuracy_bench.sh measured
 
 calibration_parts() {
@@ -31,10 +31,12 @@ scored_calibration_sets() {
 }
 
 make_calibration_sets() {
-  local out="$1" n="$2" prediction_bench="$3" part union
+  local out="$1" n="$2" nn_meter="$3" part set union
   calibration_parts "$n" >/dev/null || return
   for part in $(calibration_parts "$n"); do
-    [ -d "$out/${part//-/_}_models" ] || "$prediction_bench" "$part-models" "$out/${part//-/_}_models" >/dev/null
+    set=calibration  # more-calibration is the library's set calibration-more, and so on
+    [ "$part" = calibration ] || set="calibration-${part%-calibration}"
+    [ -d "$out/${part//-/_}_models" ] || "$nn_meter" networks export --set "$set" --out "$out/${part//-/_}_models" >/dev/null
   done
   for union in 72 99 135; do
     [ "$union" -le "$n" ] || continue

@@ -11,7 +11,7 @@
 #include "backends/onednn/engine.h"
 #include "backends/measure.h"
 #include "backends/onednn/onednn_backend.h"
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 
 using namespace nnmeter;
 
@@ -69,7 +69,7 @@ double standalone_ms(const ConvCase& c, int threads) {
 // (Pipeline::Profiling: input already in the conv's layout, output left in it) and, for comparison, as
 // inference runs it (NCHW in and out, edge reorders included).
 Json backend_ms(const ConvCase& c, int threads) {
-  onnxgen::Builder b("conv", 13, 1);
+  networks::LayerBuilder b("conv", 13, 1);
   const auto x = b.input("x", {1, c.c, c.hw, c.hw});
   b.output(b.relu(b.conv(x, c.cout, c.k, c.s, -1, 1, true)));
   onednn::Engine engine(onednn::load_graph(b.model(), "conv"), onednn::EngineOptions{threads});

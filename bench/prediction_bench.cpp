@@ -1,14 +1,8 @@
 // Model-level prediction benchmark (issue 6): accuracy of `nn-meter predict` against measured latency on
 // onednn_cpu over real CNN architectures at several widths and resolutions, and prediction speed.
 //
-//   prediction_bench models  DIR                      writes the model set (ONNX) into DIR
-//   prediction_bench calibration-models DIR           writes 23 other variants, for nn-meter calibrate
-//   prediction_bench more-calibration-models DIR      writes 49 more, in neither set: for forms of the term
-//                                                     with more coefficients than 23 networks pin
-//   prediction_bench span-calibration-models DIR      writes 27 more, in no set above: each architecture at and
-//                                                     above the largest size the model set has of it
-//   prediction_bench small-calibration-models DIR     writes 36 more, in no set above: each mobile architecture
-//                                                     at the narrow and small end of the model set's range
+// The networks are the library's sets (`nn-meter networks export --set evaluation --out DIR`).
+//
 //   prediction_bench measure DIR OUT.json [CONFIG]    measures each model on onednn_cpu (resumable: models
 //                                                     already in OUT.json are skipped; OUT.json is rewritten
 //                                                     atomically after every model)
@@ -24,7 +18,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/prediction.h"
@@ -33,97 +27,6 @@
 using namespace nnmeter;
 
 namespace {
-
-struct Variant {
-  std::string arch;
-  int64_t resolution;
-  double width;
-  std::string file_name() const { return fmt::format("{}_r{}_w{}.onnx", arch, resolution, width); }
-};
-
-using Sizes = std::vector<std::pair<int64_t, double>>;  // (input resolution, width multiplier)
-using Archs = std::vector<std::string>;
-const Archs kMobile = {"mobilenet_v1", "mobilenet_v2", "mobilenet_v3_large", "mnasnet1_0", "efficientnet_b0",
-                       "shufflenet_v2_x1_0"};
-const Archs kResNets = {"resnet18", "resnet34", "resnet50"};
-const Archs kOthers = {"squeezenet1_1", "googlenet", "densenet121"};
-
-// Every architecture at every size, architecture by architecture: the order a set's files are written in.
-void add(std::vector<Variant>& v, const Archs& archs, const Sizes& sizes) {
-  for (const auto& arch : archs)
-    for (auto [res, width] : sizes) v.push_back({arch, res, width});
-}
-
-// 55 models: every architecture at its published width and 224, plus width and resolution variants.
-// VGG and AlexNet stay at small inputs or once: their classifiers alone hold 60–120 M parameters.
-std::vector<Variant> model_set() {
-  std::vector<Variant> v;
-  add(v, kMobile, {{224, 1.0}, {192, 0.75}, {160, 0.5}, {224, 1.4}, {128, 1.0}});
-  add(v, kResNets, {{224, 1.0}, {160, 0.5}, {192, 0.75}, {128, 1.0}});
-  add(v, kOthers, {{224, 1.0}, {160, 0.5}, {192, 1.0}});
-  add(v, {"alexnet"}, {{224, 1.0}, {224, 0.5}});
-  add(v, {"vgg11_bn"}, {{128, 1.0}, {96, 0.5}});
-  return v;
-}
-
-// 23 models for `nn-meter calibrate`, none of them in model_set(): the same architectures at other widths and
-// resolutions, so a predictor calibrated on these is evaluated on networks it never saw.
-std::vector<Variant> calibration_set() {
-  std::vector<Variant> v;
-  add(v, kMobile, {{144, 1.0}, {208, 1.25}});
-  add(v, kResNets, {{176, 0.75}, {112, 1.0}});
-  add(v, kOthers, {{176, 0.75}});
-  add(v, {"alexnet"}, {{192, 0.75}});
-  add(v, {"vgg11_bn"}, {{112, 0.75}});
-  return v;
-}
-
-// 49 more variants, in neither set above: other resolutions (112 to 240) and widths (0.5 to 1.25) of every
-// architecture, so that a composition term with a coefficient per kind of kernel can be fitted on networks of
-// every family and judged on held-out families.
-std::vector<Variant> more_calibration_set() {
-  std::vector<Variant> v;
-  add(v, kMobile, {{112, 0.6}, {176, 1.1}, {240, 0.9}, {128, 1.25}});
-  add(v, kResNets, {{144, 1.0}, {208, 0.5}, {240, 0.75}, {128, 0.6}});
-  add(v, kOthers, {{144, 1.0}, {208, 0.75}, {128, 0.5}});
-  add(v, {"alexnet"}, {{160, 1.0}, {128, 0.5}});
-  add(v, {"vgg11_bn"}, {{96, 1.0}, {112, 0.5}});
-  return v;
-}
-
-// 27 more, in no set above: every architecture at or beyond the top of its range in model_set() (the 72 stop
-// below it: ResNets at 240 x 0.75, mobile networks at 208 x 1.25), so that the largest networks scored are
-// among calibration networks of their own size rather than beyond all of them.
-std::vector<Variant> span_calibration_set() {
-  std::vector<Variant> v;
-  add(v, kMobile, {{240, 1.5}, {256, 1.0}});
-  add(v, kResNets, {{240, 1.0}, {208, 1.0}});
-  add(v, kOthers, {{240, 1.0}, {208, 1.0}});
-  add(v, {"alexnet"}, {{240, 1.0}});
-  add(v, {"vgg11_bn"}, {{144, 1.0}, {128, 0.75}});
-  return v;
-}
-
-// 36 more, in no set above: every mobile architecture at the narrow and low-resolution end of its range in
-// model_set() (160 x 0.5, 192 x 0.75, 128 x 1), where the sets above have one network per architecture narrower than
-// 0.9 (112 x 0.6): a narrow network's mix of kernels (depthwise against 1x1 convs) is its own, so among wider
-// neighbours only, the correction extrapolates there as it did at the top before the span set.
-std::vector<Variant> small_calibration_set() {
-  std::vector<Variant> v;
-  add(v, kMobile, {{96, 1.0}, {112, 1.0}, {144, 0.5}, {176, 0.5}, {160, 0.75}, {208, 0.75}});
-  return v;
-}
-
-int write_models(const fs::path& dir, const std::vector<Variant>& set) {
-  fs::create_directories(dir);
-  for (const Variant& m : set) {
-    const fs::path file = dir / m.file_name();
-    if (fs::exists(file)) continue;
-    io::write_file_atomic(file, zoo::build(m.arch, m.resolution, m.width).model.SerializeAsString());
-    fmt::print("{}\n", file.filename().string());
-  }
-  return 0;
-}
 
 std::vector<fs::path> onnx_files(const fs::path& dir) {
   std::vector<fs::path> files;
@@ -231,7 +134,7 @@ int speed(const fs::path& folder, const fs::path& tmp, int count) {
   const LatencyPredictor predictor = LatencyPredictor::from_folder(folder);
   fs::create_directories(tmp);
   const fs::path mbv2 = tmp / "mobilenet_v2.onnx";
-  io::write_file_atomic(mbv2, zoo::build("mobilenet_v2", 224).model.SerializeAsString());
+  io::write_file_atomic(mbv2, networks::build("mobilenet_v2", 224).model.SerializeAsString());
   constexpr int runs = 200;
   const std::vector<double> times = run_times(runs, [&] {
     if (predictor.predict_file(mbv2).latency_ms <= 0) throw Error("MobileNetV2 predicted at <= 0 ms");
@@ -261,7 +164,7 @@ int speed(const fs::path& folder, const fs::path& tmp, int count) {
     const int64_t res = 96 + 32 * ((i / static_cast<int>(archs.size())) % 5);
     const double width = (i / static_cast<int>(archs.size() * 5)) % 2 == 0 ? 0.35 : 0.5;
     const fs::path file = many / fmt::format("{:04d}_{}_{}_{}.onnx", i, arch, res, width);
-    if (!fs::exists(file)) io::write_file_atomic(file, zoo::build(arch, res, width).model.SerializeAsString());
+    if (!fs::exists(file)) io::write_file_atomic(file, networks::build(arch, res, width).model.SerializeAsString());
     bytes += static_cast<double>(fs::file_size(file));
   }
   const auto t0 = clock::now();
@@ -278,16 +181,11 @@ int speed(const fs::path& folder, const fs::path& tmp, int count) {
 int main(int argc, char** argv) {
   try {
     const std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() == 2 && a[0] == "models") return write_models(a[1], model_set());
-    if (a.size() == 2 && a[0] == "calibration-models") return write_models(a[1], calibration_set());
-    if (a.size() == 2 && a[0] == "more-calibration-models") return write_models(a[1], more_calibration_set());
-    if (a.size() == 2 && a[0] == "span-calibration-models") return write_models(a[1], span_calibration_set());
-    if (a.size() == 2 && a[0] == "small-calibration-models") return write_models(a[1], small_calibration_set());
     if ((a.size() == 3 || a.size() == 4) && a[0] == "measure")
       return measure(a[1], a[2], a.size() == 4 ? Json::parse(a[3]) : Json::object());
     if (a.size() == 4 && a[0] == "accuracy") return accuracy(a[1], a[2], a[3]);
     if ((a.size() == 3 || a.size() == 4) && a[0] == "speed") return speed(a[1], a[2], a.size() == 4 ? std::stoi(a[3]) : 1000);
-    std::cerr << "usage: prediction_bench models DIR | calibration-models DIR | more-calibration-models DIR | span-calibration-models DIR | small-calibration-models DIR | measure DIR OUT.json [CONFIG_JSON] | "
+    std::cerr << "usage: prediction_bench measure DIR OUT.json [CONFIG_JSON] | "
                  "accuracy DIR MEASURED.json PREDICTOR_FOLDER | speed PREDICTOR_FOLDER TMP_DIR [N]\n";
     return 2;
   } catch (const std::exception& e) {

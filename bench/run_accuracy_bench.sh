@@ -8,9 +8,9 @@
 # CALIBRATE=1 fits the composition term on 23 other variants of the same architectures (none of the 55),
 # measured in one shuffled order with the 55 (`evaluate --calibrate-on`), and scores the calibrated prediction
 # and, on the same measurements, the plain sum of kernels (OUT/evaluate.txt); CALIBRATE=72 adds the 49 of
-# `prediction_bench more-calibration-models` (none of the 55 either), CALIBRATE=99 those and the 27 of
-# `prediction_bench span-calibration-models` (every architecture at and above its largest size among the 55),
-# CALIBRATE=135 those and the 36 of `prediction_bench small-calibration-models` (the mobile networks at the narrow
+# `nn-meter networks export --set calibration-more` (none of the 55 either), CALIBRATE=99 those and the 27 of
+# `nn-meter networks export --set calibration-span` (every architecture at and above its largest size among the 55),
+# CALIBRATE=135 those and the 36 of `nn-meter networks export --set calibration-small` (the mobile networks at the narrow
 # and low-resolution end of their range). bench/run_remeasure_bench.sh measures the same networks again.
 # EVAL_REPEATS sets the evaluated (and calibration) networks' repeats (absent: REPEATS of the backend config, 5).
 # With PRIOR_ROWS > 0 the evaluated families' layers are excluded from the prior rows (PRIOR_ROWS_EXCLUDE), so
@@ -54,7 +54,7 @@ DRIFT_PROBE_EVERY: 500
 YAML
 sample_models=""
 if [ "${SAMPLE_MODELS:-0}" != 0 ]; then
-  make_calibration_sets "$out" "$SAMPLE_MODELS" "$out/bin/prediction_bench"
+  make_calibration_sets "$out" "$SAMPLE_MODELS" "$out/bin/nn-meter"
   folders=()
   for part in $(calibration_parts "$SAMPLE_MODELS"); do folders+=("$out/${part//-/_}_models"); done
   sample_models="SAMPLE_MODELS: [$(printf '%s, ' "${folders[@]}" | sed 's/, $//')]"
@@ -98,14 +98,14 @@ stamp build
 /usr/bin/time -f "%e s elapsed, %M KB peak" -o "$out/build.time" "$nnm" build --workspace "$ws" --backend "$backend" \
   --predictor-name "${backend}_repeats" --regressor gbdt --seed "${SEED:-1}" | tee "$out/build.log"
 cat "$out/build.time"
-[ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+[ -d "$out/models" ] || "$out/bin/nn-meter" networks export --set evaluation --out "$out/models" >/dev/null
 evaluate_args=(--predictor "$ws/predictor_build/predictor" --onnx "$out/models" --work-dir "$out/evaluate"
                --report "$out/report.html" ${EVAL_REPEATS:+--repeats "$EVAL_REPEATS"})
 if [ "${CALIBRATE:-0}" != 0 ]; then
   # The calibration networks are measured in one shuffled order with the evaluated ones (one journal): measured as
   # two runs minutes apart, the machine's level moved between them and the term carried the shift into every
   # prediction. The term goes to OUT/evaluate/composition.json; the predictor folder stays as built.
-  make_calibration_sets "$out" "$CALIBRATE" "$out/bin/prediction_bench"
+  make_calibration_sets "$out" "$CALIBRATE" "$out/bin/nn-meter"
   evaluate_args+=(--calibrate-on "$out/$(calibration_folder "$CALIBRATE")")
 fi
 stamp evaluate

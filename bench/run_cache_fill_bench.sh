@@ -16,7 +16,7 @@ cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/nu
 mkdir -p "$out"
 export NN_METER_HOME="$out/home"
 [ -d "$out/models" ] || {
-  "$build/bench/prediction_bench" models "$out/all_models" >/dev/null
+  "$build/nn-meter" networks export --set evaluation --out "$out/all_models" >/dev/null
   mkdir -p "$out/models"
   for m in alexnet squeezenet1_1 densenet121 mobilenet_v2 resnet18 googlenet; do
     cp "$out/all_models/${m}_r224_w1.onnx" "$out/models/"

@@ -8,7 +8,7 @@
 # bench/run_oracle_bench.sh); bench/composition_cells.py fits per-kernel ratios on one run (e.g. of the
 # calibration networks) and scores them on the oracle run. Nothing else may run on the machine meanwhile.
 # Usage: bench/run_composition_steps.sh PREDICTOR_FOLDER [OUT] [build-dir]   (REPEATS=5, PROTOCOLS=cold0,warm,
-#        MODEL_SETS="models": prediction_bench's sets, e.g. "calibration-models more-calibration-models")
+#        MODEL_SETS="evaluation": `nn-meter networks list`'s sets, e.g. "calibration calibration-more")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/freeze_binaries.sh
@@ -21,7 +21,7 @@ freeze_binaries "$build" "$out/bin" nn-meter bench/prediction_bench bench/compos
 use_frozen "$out/bin"
 export NN_METER_HOME="$out/home"
 if [ ! -d "$out/models" ]; then
-  for set in ${MODEL_SETS:-models}; do "$out/bin/prediction_bench" "$set" "$out/models" >/dev/null; done
+  for set in ${MODEL_SETS:-evaluation}; do "$out/bin/nn-meter" networks export --set "$set" --out "$out/models" >/dev/null; done
 fi
 # The kernel models evaluate detects and writes, per network; a timeout too short for any measurement makes
 # it stop there (every measurement fails, nothing is kept).

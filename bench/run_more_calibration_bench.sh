@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # More calibration networks, and composition terms with more coefficients: the 55 evaluated networks, the 23
-# calibration networks of run_accuracy_bench.sh and 49 more (`prediction_bench more-calibration-models`: other
+# calibration networks of run_accuracy_bench.sh and 49 more (`nn-meter networks export --set calibration-more`: other
 # resolutions and widths of every architecture, in neither set) measured by `nn-meter evaluate` in one shuffled
 # order with REPEATS repeats each, then again up to MORE_REPEATS (the same work dir: only the new repeats are
 # measured). Every predictor given is then calibrated on the 23, the 49 and all 72 and scored on the 55, from
@@ -27,9 +27,9 @@ nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
 use_frozen "$(dirname "$NN_METER_WORKER")"
-[ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
-[ -d "$out/cal23" ] || "$out/bin/prediction_bench" calibration-models "$out/cal23" >/dev/null
-[ -d "$out/cal49" ] || "$out/bin/prediction_bench" more-calibration-models "$out/cal49" >/dev/null
+[ -d "$out/models" ] || "$out/bin/nn-meter" networks export --set evaluation --out "$out/models" >/dev/null
+[ -d "$out/cal23" ] || "$out/bin/nn-meter" networks export --set calibration --out "$out/cal23" >/dev/null
+[ -d "$out/cal49" ] || "$out/bin/nn-meter" networks export --set calibration-more --out "$out/cal49" >/dev/null
 mkdir -p "$out/cal72"
 ln -sf "$out"/cal23/*.onnx "$out"/cal49/*.onnx "$out/cal72/"
 stamp() { echo "$1 $(date -u +%FT%TZ)" | tee -a "$out/timeline"; }

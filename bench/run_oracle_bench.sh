@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The oracle bound of a kernel-sum predictor: `nn-meter evaluate --kernels` on the 55 CNN variants of
-# `prediction_bench models` (each network in REPEATS independent repeats, every distinct kernel the predictor
+# `nn-meter networks export --set evaluation` (each network in REPEATS independent repeats, every distinct kernel the predictor
 # detects measured alone in the REPEATS its samples were measured with, all in one shuffled order), then
 # bench/oracle_bound.py: how close Σ kernels measured alone, scaled by the composition term (fitted in sample, and
 # with each family held out), comes to the measured networks, next to the same for the predicted kernels and to
@@ -19,7 +19,7 @@ freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_be
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
 use_frozen "$(dirname "$NN_METER_WORKER")"
-[ -d "$out/models" ] || "$out/bin/prediction_bench" models "$out/models" >/dev/null
+[ -d "$out/models" ] || "$out/bin/nn-meter" networks export --set evaluation --out "$out/models" >/dev/null
 /usr/bin/time -f "%e s elapsed" -o "$out/evaluate.time" "$out/bin/nn-meter" evaluate --predictor "$predictor" \
   --onnx "$out/models" --kernels --repeats "${REPEATS:-20}" --work-dir "$out/evaluate" --report "$out/report.html" |
   tee "$out/evaluate.txt"

@@ -58,7 +58,7 @@ YAML
 grep -E "Elapsed|Maximum resident" "$out/build.time"
 predictor="$ws/predictor_build/predictor"
 
-"$out/bin/prediction_bench" models "$out/models" >/dev/null
+"$out/bin/nn-meter" networks export --set evaluation --out "$out/models" >/dev/null
 "$out/bin/prediction_bench" measure "$out/models" "$out/measured.json" '{"NUM_RUNS": 10, "WARMUP_RUNS": 5}'
 "$out/bin/prediction_bench" accuracy "$out/models" "$out/measured.json" "$predictor" | tee "$out/accuracy.md"
 "$out/bin/prediction_bench" speed "$predictor" "$out/speed" 1000 | tee "$out/speed.txt"

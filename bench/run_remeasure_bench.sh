@@ -21,7 +21,7 @@ calibrate="${CALIBRATE:-$(calibrate_of_run "$out")}"
 calibration_parts "$calibrate" >/dev/null
 # The run's frozen prediction_bench may predate a set; the sets are deterministic, so this checkout's writes the same.
 cmake --build "$build" -j "$(nproc)" --target prediction_bench >/dev/null
-make_calibration_sets "$out" "$calibrate" "$build/bench/prediction_bench"
+make_calibration_sets "$out" "$calibrate" "$build/nn-meter"
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"

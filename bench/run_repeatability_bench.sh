@@ -29,7 +29,7 @@ if [ ! -d "$out/kernels" ]; then
   mkdir -p "$out/kernels.tmp" && cp "$ws"/predictor_build/kernels/*.onnx "$out/kernels.tmp/" && mv "$out/kernels.tmp" "$out/kernels"
 fi
 if [ ! -d "$out/cnns" ]; then
-  "$out/bin/prediction_bench" models "$out/all_cnns" >/dev/null
+  "$out/bin/nn-meter" networks export --set evaluation --out "$out/all_cnns" >/dev/null
   mkdir -p "$out/cnns.tmp"
   for m in mobilenet_v1_r224_w1 mobilenet_v2_r224_w1 mobilenet_v2_r160_w0.5 mobilenet_v3_large_r224_w1 mnasnet1_0_r192_w0.75 \
            efficientnet_b0_r224_w1 shufflenet_v2_x1_0_r224_w1 resnet18_r224_w1 resnet50_r160_w0.5 squeezenet1_1_r224_w1 \

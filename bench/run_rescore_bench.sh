@@ -19,7 +19,7 @@ shift
 [ -d "$out/more_calibration_models" ] && [ -f "$out/evaluate/results.json" ] ||
   { echo "$out is not a finished CALIBRATE=72, 99 or 135 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
 calibrate="$(calibrate_of_run "$out")"
-make_calibration_sets "$out" "$calibrate" "$out/bin/prediction_bench"
+make_calibration_sets "$out" "$calibrate" "$out/bin/nn-meter"
 mapfile -t sets < <(scored_calibration_sets "$calibrate")
 bin="$out/bin" score="$out/score" forms="$out/forms"
 if [ -n "${RESCORE_WITH:-}" ]; then

@@ -19,6 +19,7 @@
 #include "nnmeter/builder.h"
 #include "nnmeter/evaluate.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/networks.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
@@ -288,11 +289,54 @@ PYBIND11_MODULE(_nnmeter, m) {
       [](const ModelSource& model, const InputShapes& shapes) { return ir_to_nnmeter_json(ir_of(model, shapes)).dump(); },
       py::arg("model"), py::arg("shapes") = InputShapes{});
   m.def(
+      "detect_kernels",
+      [](const ModelSource& model, const InputShapes& shapes, const std::string& rules_json) {
+        const FusionRules rules = FusionRules::from_json(Json::parse(rules_json), "fusion_rules");
+        Json out = Json::array();
+        for (const auto& k : detect_kernels(ir_of(model, shapes), rules)) {
+          Json j = {{"name", k.name}, {"op", k.op}, {"kind", to_string(k.kind)}, {"kernel", k.kernel},
+                    {"config", k.config}, {"nodes", k.nodes}};
+          if (!k.reason.empty()) j["reason"] = k.reason;
+          out.push_back(std::move(j));
+        }
+        return out.dump();
+      },
+      py::arg("model"), py::arg("shapes"), py::arg("rules_json"));
+  m.def(
       "latency_metrics",
       [](const std::vector<double>& y_pred, const std::vector<double>& y_true) {
         return latency_metrics(y_pred, y_true).to_json().dump();
       },
       py::arg("y_pred"), py::arg("y_true"));
+  // The reference networks (nn-meter networks).
+  m.def("network_sets", [] {
+    Json out = Json::array();
+    for (const auto& s : network_sets()) {
+      Json networks = Json::array();
+      for (const auto& n : s.networks)
+        networks.push_back({{"arch", n.arch}, {"resolution", n.resolution}, {"width", n.width}, {"file", n.file_name()}});
+      out.push_back({{"name", s.name}, {"description", s.description}, {"networks", networks}});
+    }
+    return out.dump();
+  });
+  m.def("network_architectures", [] { return network_architectures(); });
+  m.def(
+      "network_onnx",
+      [](const std::string& arch, int64_t resolution, double width) {
+        return py::bytes(network_onnx({arch, resolution, width}));
+      },
+      py::arg("arch"), py::arg("resolution"), py::arg("width"));
+  m.def(
+      "export_network_set",
+      [](const std::string& name, const fs::path& dir, bool progress) {
+        const NetworkSet& set = find_network_set(name);
+        py::gil_scoped_release release;
+        export_network_set(set, dir, progress);
+        std::vector<fs::path> files;
+        for (const auto& n : set.networks) files.push_back(dir / n.file_name());
+        return files;
+      },
+      py::arg("name"), py::arg("dir"), py::arg("progress") = false);
   m.def(
       "list_predictors",
       [](const std::string& home) {

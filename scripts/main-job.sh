@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --if-missing
 out="$(realpath -m "${1:-main-job-output}")"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser backend_export_zoo
+cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser
 nnm="$PWD/build/nn-meter"
 export NN_METER_HOME="$out/home"
 rm -rf "$out" && mkdir -p "$out"
@@ -81,9 +81,9 @@ step register --predictor "$ws/predictor_build/predictor/meta.yaml"
 step --list-predictors
 
 # Use it: predict real CNNs without running them, then measure them by the same protocol to judge it.
-build/bench/backend_export_zoo "$out/models" 224 mobilenet_v2 resnet18 mnasnet1_0 mobilenet_v3_large >/dev/null
+step networks export --set main-job --out "$out/models"
 step predict --predictor onednn_cpu_demo --onnx "$out/models"
-step predict --predictor onednn_cpu_demo --onnx "$out/models/mobilenet_v2.onnx" --verbose
-step get_ir --onnx "$out/models/mobilenet_v2.onnx"
-step benchmark --backend onednn_cpu --onnx "$out/models/mobilenet_v2.onnx" --threads 1 --repeats 5
+step predict --predictor onednn_cpu_demo --onnx "$out/models/mobilenet_v2_r224_w1.onnx" --verbose
+step get_ir --onnx "$out/models/mobilenet_v2_r224_w1.onnx"
+step benchmark --backend onednn_cpu --onnx "$out/models/mobilenet_v2_r224_w1.onnx" --threads 1 --repeats 5
 step evaluate --predictor onednn_cpu_demo --onnx "$out/models" --work-dir "$out/evaluate" --report "$out/report.html"

@@ -12,6 +12,8 @@
 //   results/collection/TestResult_<kernel>_<mark>.csv
 //   predictor/                       the finished predictor folder (build_latency_predictor)
 //   results/accuracy.json            the per-kernel accuracy table of build_latency_predictor
+//   networks/<set>/                  builtin network sets named by SAMPLE_MODELS or CALIBRATION_NETWORKS
+//   calibration/                     CALIBRATION_NETWORKS measured (evaluate's journal and results)
 #pragma once
 
 #include <optional>
@@ -120,11 +122,15 @@ class Builder {
                       const std::vector<KernelConfig>& configs, const std::string& mark);
   // The configs a step sampled before (a rerun continues them), if any.
   std::optional<Json> earlier_entries(const std::string& kernel_type, const std::string& mark) const;
-  // SAMPLE_MODELS: the files it names (folders expanded), and the layers of `models` written as samples of
+  // The ONNX files of SAMPLE_MODELS or CALIBRATION_NETWORKS (`key`): builtin sets written into
+  // <ws>/predictor_build/networks/<set>/, folders expanded. And the layers of `models` written as samples of
   // `kernels` (mark "models", {kernel: {ID: entry}}), detected with `rules`.
-  std::vector<fs::path> sample_model_files() const;
+  std::vector<fs::path> network_files(const std::string& key, const std::vector<fs::path>& entries) const;
   std::map<std::string, Json> model_sample_entries(const std::vector<std::string>& kernels,
                                                    const std::vector<ModelIr>& models, const FusionRules& rules);
+  // CALIBRATION_NETWORKS: measured by the protocol (journal <ws>/predictor_build/calibration), the composition
+  // term fitted on them written into the predictor folder.
+  void calibrate_predictor(const fs::path& folder, const std::vector<fs::path>& networks) const;
   ProfileBatch profile_batch(const std::string& kernel_type, const Json& entries) const;
   ProfilerOptions profiler_options(const std::string& label) const;
   std::vector<ProfileJob> drift_probe_jobs() const;  // writes the probe models once

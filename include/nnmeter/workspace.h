@@ -32,9 +32,14 @@ struct PredictorBuildConfig {
   double aligned_channels = 0;                  // ALIGNED_CHANNELS: share with channels rounded to multiples of 8
   std::vector<int64_t> input_resolutions;       // INPUT_RESOLUTIONS: HW scaled to these inputs; empty: 224
   std::vector<double> width_multipliers;        // WIDTH_MULTIPLIERS: PRIOR_ROWS at these widths; empty: as they are
-  // SAMPLE_MODELS: ONNX files or folders of them whose layers (kernels as the backend's fusion rules detect
-  // them) are added to the prior samples; relative paths are taken from the workspace folder.
+  // SAMPLE_MODELS: networks whose layers (kernels as the backend's fusion rules detect them) are added to the
+  // prior samples. Each entry is a builtin network set by name (`nn-meter networks list`) or an ONNX file or
+  // folder of them; relative paths are taken from the workspace folder (write ./NAME for a folder named like
+  // a set).
   std::vector<fs::path> sample_models;
+  // CALIBRATION_NETWORKS: networks (entries as SAMPLE_MODELS') the build measures by the repeat protocol once
+  // its kernel predictors are trained, fitting the predictor's composition term on them (composition.json).
+  std::vector<fs::path> calibration_networks;
   std::map<std::string, KernelBuildSettings> kernels;  // KERNELS
   // The KERNELS entry of `kernel`, or the defaults for a kernel the file does not list.
   KernelBuildSettings kernel(const std::string& name) const;

@@ -7,6 +7,7 @@ latency predictors for your own devices. The Python face of nn-meter's C++ core 
     report = nn_meter.evaluate("onednn_cpu_predictor", "models/")  # measured vs predicted, next to the ceiling
 """
 from ._native import native as _native
+from . import networks
 from .evaluation import calibrate, evaluate
 from .predictor import (
     list_latency_predictors,
@@ -16,6 +17,7 @@ from .predictor import (
     model_to_graph,
     model_file_to_graph,
     torch_to_onnx,
+    detect_kernels,
 )
 from .registry import register_module, register_predictor, unregister_module
 from .utils import latency_metrics
@@ -30,12 +32,14 @@ __all__ = [
     "model_to_graph",
     "model_file_to_graph",
     "torch_to_onnx",
+    "detect_kernels",
     "latency_metrics",
     "register_module",
     "unregister_module",
     "register_predictor",
     "evaluate",
     "calibrate",
+    "networks",
 ]
 
 

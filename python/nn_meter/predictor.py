@@ -165,6 +165,20 @@ def model_file_to_graph(filename, model_type="onnx", input_shape=None):
     return model_to_graph(filename, model_type, input_shape)
 
 
+def detect_kernels(model, fusion_rules, model_type="onnx", input_shape=None):
+    """The kernels a predictor with these fusion rules would detect in a model, without predicting them: a list of
+    dicts (name, op, kind — compute, elementwise, layout or unsupported —, kernel, config, nodes). `fusion_rules` is
+    a predictor folder, a fusion_rules.json file or the rules as a dict ({"BF_conv_relu": {"obey": True}, ...})."""
+    if not isinstance(fusion_rules, dict):
+        path = os.fspath(fusion_rules)
+        if os.path.isdir(path):
+            path = os.path.join(path, "fusion_rules.json")
+        with open(path, encoding="utf-8") as f:
+            fusion_rules = loads(f.read())
+    return loads(_nnmeter.detect_kernels(_source(model, model_type, input_shape), _shapes(input_shape, model_type),
+                                         dumps(fusion_rules)))
+
+
 def model_to_graph(model, model_type="onnx", input_shape=None):
     """nn-Meter's IR (dict) of a model: what `nn-meter get_ir` writes."""
     return loads(_nnmeter.model_ir_json(_source(model, model_type, input_shape), _shapes(input_shape, model_type)))

@@ -28,14 +28,14 @@ def dumps(obj):
         raise TypeError(f"cannot pass {type(obj).__name__} to nn-meter: {e}") from None
 
 
-def write_text_atomic(path, text):
-    """Writes `text` next to `path` and renames it into place, so a reader never sees half a file."""
+def write_bytes_atomic(path, data):
+    """Writes `data` next to `path` and renames it into place, so a reader never sees half a file."""
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -43,6 +43,10 @@ def write_text_atomic(path, text):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_text_atomic(path, text):
+    write_bytes_atomic(path, text.encode("utf-8"))
 
 
 def write_json_atomic(path, obj):

@@ -6,11 +6,14 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include "common/hash.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
+#include "nnmeter/evaluate.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/networks.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/ruletest.h"
@@ -18,6 +21,9 @@
 namespace nnmeter {
 
 namespace {
+
+// A composition term from fewer networks says nothing about families it was not fitted on.
+constexpr size_t kMinCalibrationNetworks = 3;
 
 constexpr const char* kModelsMark = "models";  // the SAMPLE_MODELS networks' layers
 
@@ -205,9 +211,19 @@ Json Builder::sample_entries(const std::string& kernel_type, int sample_num, Sam
       .new_entries;
 }
 
-std::vector<fs::path> Builder::sample_model_files() const {
+std::vector<fs::path> Builder::network_files(const std::string& key, const std::vector<fs::path>& entries) const {
+  std::set<std::string> sets;
+  for (const auto& s : network_sets()) sets.insert(s.name);
   std::vector<fs::path> files;
-  for (const fs::path& given : workspace_.build_config().sample_models) {
+  for (const fs::path& given : entries) {
+    // A builtin set by name: its networks, written once into the build folder (a rerun finds them there).
+    if (sets.count(given.string())) {
+      const NetworkSet& set = find_network_set(given.string());
+      const fs::path dir = workspace_.predictor_build_dir() / "networks" / set.name;
+      export_network_set(set, dir);
+      for (const auto& n : set.networks) files.push_back(dir / n.file_name());
+      continue;
+    }
     const fs::path path = given.is_absolute() ? given : workspace_.root / given;
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
@@ -215,15 +231,15 @@ std::vector<fs::path> Builder::sample_model_files() const {
       for (const auto& entry : fs::directory_iterator(path))
         if (entry.is_regular_file() && entry.path().extension() == ".onnx") found.push_back(entry.path());
       if (found.empty())
-        throw Error(fmt::format("predictorbuild_config.yaml: SAMPLE_MODELS folder {} holds no .onnx file", path.string()));
+        throw Error(fmt::format("predictorbuild_config.yaml: {} folder {} holds no .onnx file", key, path.string()));
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
     } else if (fs::is_regular_file(path, ec)) {
       files.push_back(path);
     } else {
-      throw Error(fmt::format("predictorbuild_config.yaml: SAMPLE_MODELS entry {} is not a file or folder (relative "
-                              "paths start at the workspace folder {})",
-                              path.string(), workspace_.root.string()));
+      throw Error(fmt::format("predictorbuild_config.yaml: {} entry {} is neither a network set (nn-meter networks list) "
+                              "nor a file or folder (relative paths start at the workspace folder {})",
+                              key, given.string(), workspace_.root.string()));
     }
   }
   return files;
@@ -394,7 +410,14 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   std::map<std::string, KernelState> state;
   // SAMPLE_MODELS are read before any work, so a missing or malformed network fails the build at once.
   std::vector<ModelIr> sample_models;
-  for (const auto& file : sample_model_files()) sample_models.push_back(load_onnx_ir(file));
+  for (const auto& file : network_files("SAMPLE_MODELS", build.sample_models)) sample_models.push_back(load_onnx_ir(file));
+  // So are the calibration networks: a build does not measure for an hour and then find one unreadable.
+  const std::vector<fs::path> calibration = network_files("CALIBRATION_NETWORKS", build.calibration_networks);
+  if (!calibration.empty() && calibration.size() < kMinCalibrationNetworks)
+    throw Error(fmt::format("predictorbuild_config.yaml: CALIBRATION_NETWORKS names {} network{}; the composition term "
+                            "needs at least {} (of more than one family and size), e.g. the set calibration",
+                            calibration.size(), calibration.size() == 1 ? "" : "s", kMinCalibrationNetworks));
+  for (const auto& file : calibration) (void)load_onnx_ir(file);
   std::map<std::string, Json> entries;
   for (const auto& kernel : todo) {
     state[kernel].settings = build.kernel(kernel);
@@ -478,6 +501,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   const Json quality = assess_measurement_quality(summaries, drift_series);
   writer.set_measurement_quality(quality);
   const fs::path meta_yaml = writer.finish();
+  if (!calibration.empty()) calibrate_predictor(meta_yaml.parent_path(), calibration);
   if (quality["verdict"] == "noisy") {
     for (const auto& reason : quality["reasons"]) spdlog::warn("measurement: {}", reason.get<std::string>());
     spdlog::warn("the labels of this build are noise where they repeat this badly: the predictor is marked "
@@ -492,6 +516,30 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   spdlog::info("Predictor '{}' saved in {}; register it with: nn-meter register --predictor {}", info.name,
                meta_yaml.parent_path().string(), meta_yaml.string());
   return summaries;
+}
+
+void Builder::calibrate_predictor(const fs::path& folder, const std::vector<fs::path>& networks) const {
+  if (!fs::exists(folder / kFusionRulesFile)) {
+    spdlog::warn("CALIBRATION_NETWORKS: not calibrated, the predictor has no fusion rules (built without the rule "
+                 "test); run nn-meter ruletest, then nn-meter calibrate --predictor {} --onnx NETWORKS",
+                 folder.string());
+    return;
+  }
+  EvaluateSettings s;
+  s.predictor = folder.string();
+  s.onnx = networks;
+  s.work_dir = workspace_.predictor_build_dir() / "calibration";
+  s.timeout_s = settings_.timeout_s;
+  s.worker_executable = settings_.worker_executable;
+  s.progress = settings_.progress;
+  s.seed = settings_.seed;
+  spdlog::info("Calibrating the composition term on the {} CALIBRATION_NETWORKS, each measured by the protocol "
+               "(journal in {}: a rerun resumes it)",
+               networks.size(), s.work_dir.string());
+  const CalibrationReport r = calibrate(registry_, s);
+  std::istringstream table(r.to_table());
+  for (std::string line; std::getline(table, line);) spdlog::info("  {}", line);
+  spdlog::info("Composition term written to {}: predict and evaluate use it", r.file.string());
 }
 
 Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift) {

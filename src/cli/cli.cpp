@@ -163,6 +163,7 @@ int run(int argc, char** argv) {
   add_predict_commands(app, *ctx);
   add_evaluate_commands(app, *ctx);
   add_machine_commands(app, *ctx);
+  add_networks_commands(app, *ctx);
 
   // Subcommand callbacks run after the whole line is parsed, so logging is set up before they start.
   app.parse_complete_callback([&] {

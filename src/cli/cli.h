@@ -40,6 +40,7 @@ void add_ruletest_commands(CLI::App& app, Context& ctx);   // ruletest
 void add_predict_commands(CLI::App& app, Context& ctx);    // predict (lat_pred), get_ir
 void add_evaluate_commands(CLI::App& app, Context& ctx);   // evaluate, calibrate
 void add_machine_commands(CLI::App& app, Context& ctx);    // check-machine
+void add_networks_commands(CLI::App& app, Context& ctx);   // networks list|export
 
 // The short machine check before measuring on this machine with `backend` ("" when not known yet): warnings
 // logged; with `strict` an unfit machine is an Error. Backends that measure a remote device skip it.

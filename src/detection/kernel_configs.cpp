@@ -182,9 +182,11 @@ void describe_compute(const std::string& type, const DetNode& d, const std::stri
              (type == "add" && d.in.size() >= 2)) {
     k.kernel = elementwise_kernel(type, key);
     hw_cin(k.config, type == "add" ? out : in);
-  } else if (type == "add" || elementwise_types().count(type)) {
-    // An element-wise op without a kernel of its own (a bias add, Mul, Sigmoid, ...): one pass over its
-    // output, predicted by an element-wise predictor.
+  } else if (type == "pad" && in == out) {
+    k.kind = KernelKind::layout;  // a Pad of zeros (DenseNet's AvgPool as exported) copies nothing
+  } else if (type == "add" || type == "pad" || elementwise_types().count(type)) {
+    // An element-wise op without a kernel of its own (a bias add, Mul, Sigmoid, a Pad, ...): one pass over
+    // its output, predicted by an element-wise predictor.
     k.kind = KernelKind::elementwise;
     k.binary = d.in.size() >= 2;
     hw_cin(k.config, out);

@@ -323,29 +323,9 @@ class Folder {
       ends = attr_ints(n_, "ends").value_or(std::vector<int64_t>{});
       ax = attr_ints(n_, "axes").value_or(std::vector<int64_t>{});
     }
-    need(!starts.empty() && starts.size() == ends.size());
-    if (ax.empty())
-      for (size_t i = 0; i < starts.size(); ++i) ax.push_back(static_cast<int64_t>(i));
-    if (steps.empty()) steps.assign(starts.size(), 1);
-    need(ax.size() == starts.size() && steps.size() == starts.size());
-    Shape begin(rank, 0), step(rank, 1), out = data.dims;
-    std::vector<bool> seen(rank, false);
-    for (size_t i = 0; i < starts.size(); ++i) {
-      const size_t a = axis_index(ax[i], rank);
-      need(!seen[a] && steps[i] != 0);
-      seen[a] = true;
-      const int64_t d = data.dims[a], s = steps[i];
-      if (d == 0) continue;  // nothing to slice: the axis stays empty
-      // ONNX's clamping: into [0, d] going forward, into [-1, d - 1] going backward.
-      auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + d : v, lo, hi); };
-      const int64_t b = s > 0 ? clamp(starts[i], 0, d) : clamp(starts[i], 0, d - 1);
-      const int64_t e = s > 0 ? clamp(ends[i], 0, d) : clamp(ends[i], -1, d - 1);
-      begin[a] = b;
-      step[a] = s;
-      // ceil(|e - b| / |s|), written so that no step (INT64_MIN included) overflows.
-      if (s > 0) out[a] = e > b ? 1 + (e - b - 1) / s : 0;
-      else out[a] = b > e ? 1 + (s == std::numeric_limits<int64_t>::min() ? 0 : (b - e - 1) / -s) : 0;
-    }
+    const auto axes = slice_axes(data.dims, starts, ends, std::move(ax), std::move(steps));
+    need(axes.has_value());
+    const Shape &begin = axes->begin, &step = axes->step, &out = axes->out;
     HostTensor t = make(data.dtype, out);
     const Shape in_strides = strides_of(data.dims);
     Shape pos(rank, 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <string>
 
@@ -62,6 +63,37 @@ std::optional<Shape> reshape_shape(const Shape& in, const std::vector<int64_t>& 
     return std::nullopt;
   }
   return out;
+}
+
+std::optional<SliceAxes> slice_axes(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                    std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const size_t rank = in.size();
+  if (starts.empty() || starts.size() != ends.size()) return std::nullopt;
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) return std::nullopt;
+  SliceAxes r{Shape(rank, 0), Shape(rank, 1), in};
+  std::vector<bool> seen(rank, false);
+  const int64_t r64 = static_cast<int64_t>(rank);
+  for (size_t i = 0; i < starts.size(); ++i) {
+    if (axes[i] < -r64 || axes[i] >= r64) return std::nullopt;
+    const size_t a = static_cast<size_t>(axes[i] < 0 ? axes[i] + r64 : axes[i]);
+    if (seen[a] || steps[i] == 0) return std::nullopt;
+    seen[a] = true;
+    const int64_t d = in[a], s = steps[i];
+    if (d == 0) continue;  // nothing to slice: the axis stays empty
+    // ONNX's clamping: into [0, d] going forward, into [-1, d - 1] going backward.
+    auto clamp = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + d : v, lo, hi); };
+    const int64_t b = s > 0 ? clamp(starts[i], 0, d) : clamp(starts[i], 0, d - 1);
+    const int64_t e = s > 0 ? clamp(ends[i], 0, d) : clamp(ends[i], -1, d - 1);
+    r.begin[a] = b;
+    r.step[a] = s;
+    // ceil(|e - b| / |s|), written so that no step (INT64_MIN included) overflows.
+    if (s > 0) r.out[a] = e > b ? 1 + (e - b - 1) / s : 0;
+    else r.out[a] = b > e ? 1 + (s == std::numeric_limits<int64_t>::min() ? 0 : (b - e - 1) / -s) : 0;
+  }
+  return r;
 }
 
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b) {

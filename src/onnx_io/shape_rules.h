@@ -31,6 +31,15 @@ std::optional<WindowAxis> window_axis(int64_t in, int64_t extent, int64_t stride
 std::optional<Shape> reshape_shape(const Shape& in, const std::vector<int64_t>& target, bool allow_zero,
                                    int64_t max_elements);
 
+// ONNX Slice over `in`, per axis: the first index taken, the step and the output length (axes not sliced: 0, 1
+// and the input's length). `axes` empty: the first starts.size() axes; `steps` empty: 1. Starts and ends are
+// clamped as ONNX says. nullopt when the lists disagree in length, an axis is out of range or twice, or a step is 0.
+struct SliceAxes {
+  Shape begin, step, out;
+};
+std::optional<SliceAxes> slice_axes(const Shape& in, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                                    std::vector<int64_t> axes, std::vector<int64_t> steps);
+
 // numpy's (ONNX's multidirectional) broadcasting of two shapes; nullopt when they do not broadcast.
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 

@@ -589,9 +589,13 @@ ModelIr convert_owned(onnx::ModelProto& model, const std::string& origin, const 
   for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
   fix_input_shapes(*model.mutable_graph(), initializers, shapes, origin);
   prediction::check_onnx_model(model, origin);
-  const std::vector<int> order = prediction::topological_nodes(model.graph(), origin, &scratch);
+  std::vector<int> order = prediction::topological_nodes(model.graph(), origin, &scratch);
   std::optional<ShapeMap> inferred = prediction::infer_shapes_directly(model.graph(), order, &scratch, origin);
-  if (!inferred) inferred = prediction::infer_shapes_with_onnx(model, origin);
+  if (!inferred) {
+    inferred = prediction::infer_shapes_with_onnx(model, origin);
+    // Folding removed the nodes it evaluated: the order of the graph as it is now.
+    order = prediction::topological_nodes(model.graph(), origin, &scratch);
+  }
   ModelIr ir = Converter(model, origin, *inferred, &scratch).run(order);
   if (std::all_of(ir.nodes.begin(), ir.nodes.end(), [](const IrNode& n) { return n.type == "Placeholder"; }))
     throw Error(origin + " computes nothing at run time (every node is a constant): there is no latency to predict");

@@ -74,6 +74,21 @@ std::vector<std::string> elementwise_candidates(bool binary) {
   return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
 }
 
+// torch.onnx.export folds BN into the conv before it, so real exports have conv-relu where a predictor built
+// on nn-Meter's kernels has conv-bn-relu. On a backend that fuses conv and bn (its rule obeyed) the two cost
+// the same, so the one regressor is the other's own, not a stand-in.
+bool bn_twin(const std::string& kernel, const std::string& candidate, const FusionRules& rules) {
+  for (const std::string type : {"dwconv", "conv"}) {
+    auto with_bn = [&](const std::string& k) {
+      if (k.rfind(type + "-bn", 0) == 0) return k;
+      return k == type + "-block" ? type + "-bn" : type + "-bn" + k.substr(type.size());
+    };
+    if (kernel.rfind(type + "-", 0) == 0 && candidate.rfind(type + "-", 0) == 0)
+      return kernel != candidate && with_bn(kernel) == with_bn(candidate) && rules.can_fuse(type, "bn");
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<std::string> stand_in_kernels(const std::string& kernel) {
@@ -196,9 +211,13 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
                              fmt::join(options, ", ")));
       continue;
     }
-    p.stand_in = ew || p.predictor_kernel != p.kernel;
+    const bool twin = !ew && bn_twin(p.kernel, p.predictor_kernel, s.rules);
+    p.stand_in = ew || (p.predictor_kernel != p.kernel && !twin);
     if (ew)
       p.note = fmt::format("element-wise {} covered by the {} predictor", p.op, p.predictor_kernel);
+    else if (twin)
+      p.note = fmt::format("predicted by {}: the backend fuses BN into the conv (fusion rules), so they cost the same",
+                           p.predictor_kernel);
     else if (p.stand_in)
       p.note = fmt::format("no {} predictor; predicted by {}", p.kernel, p.predictor_kernel);
     if (k.groups > 1)

@@ -118,7 +118,7 @@ class Inference {
     for (const auto& in : n.input())
       if (!in.empty() && op != "Constant") shape(in);  // every input known, or give up
     if (is_unary(op)) return unary(n);
-    if (is_binary(op)) return set(n, broadcast(shape(input(n, 0)), shape(input(n, 1))));
+    if (is_binary(op)) return binary(n);
     if (op == "Conv") return conv(n);
     if (op == "MaxPool" || op == "AveragePool") return pool(n);
     if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return global_pool(n);
@@ -133,7 +133,65 @@ class Inference {
     if (op == "Gather") return gather(n);
     if (op == "Unsqueeze") return unsqueeze(n);
     if (op == "Constant") return constant(n);
+    if (op == "Slice") return slice(n);
+    if (op == "Pad") return pad(n);
     throw Unsupported{};
+  }
+
+  // Shape arithmetic (ShuffleNetV2's chunk: Shape → Gather → Add → Div → Mul → Slice) keeps the values of
+  // small integer tensors where both operands are known and non-negative (integer Div then floors and
+  // truncates alike) and nothing overflows.
+  void binary(const onnx::NodeProto& n) {
+    const Shape& sa = shape(input(n, 0));
+    const Shape& sb = shape(input(n, 1));
+    set(n, broadcast(sa, sb));
+    const auto va = values_.find(input(n, 0)), vb = values_.find(input(n, 1));
+    const std::string& op = n.op_type();
+    if (va == values_.end() || vb == values_.end() || op == "Pow" || sa.size() > 1 || sb.size() > 1) return;
+    const std::vector<int64_t>&x = va->second, &y = vb->second;
+    if (x.empty() || y.empty() || (x.size() != y.size() && x.size() != 1 && y.size() != 1)) return;
+    std::vector<int64_t> r(std::max(x.size(), y.size()));
+    for (size_t i = 0; i < r.size(); ++i) {
+      const int64_t p = x[x.size() == 1 ? 0 : i], q = y[y.size() == 1 ? 0 : i];
+      if (p < 0 || q < 0) return;
+      bool overflow = false;
+      if (op == "Add") overflow = __builtin_add_overflow(p, q, &r[i]);
+      else if (op == "Sub") overflow = __builtin_sub_overflow(p, q, &r[i]);
+      else if (op == "Mul") overflow = __builtin_mul_overflow(p, q, &r[i]);
+      else if (q == 0) return;
+      else r[i] = p / q;
+      if (overflow) return;
+    }
+    values_[n.output(0)] = std::move(r);
+  }
+
+  void slice(const onnx::NodeProto& n) {
+    require(n.input_size() >= 3);  // opset 10 on: the arguments are inputs
+    const Shape& in = shape(input(n, 0));
+    auto optional = [&](int i) { return n.input_size() > i && !input(n, i).empty() ? values(input(n, i)) : std::vector<int64_t>{}; };
+    const auto axes = onnx_io::slice_axes(in, values(input(n, 1)), values(input(n, 2)), optional(3), optional(4));
+    require(axes.has_value());
+    if (auto it = values_.find(input(n, 0)); it != values_.end() && in.size() == 1) {
+      std::vector<int64_t> picked;
+      for (int64_t k = 0; k < axes->out[0]; ++k) picked.push_back(it->second[static_cast<size_t>(axes->begin[0] + k * axes->step[0])]);
+      values_[n.output(0)] = std::move(picked);
+    }
+    set(n, axes->out);
+  }
+
+  // Constant, reflect or edge padding: the shape grows by the pads (DenseNet's AvgPool sits behind a Pad).
+  void pad(const onnx::NodeProto& n) {
+    const Shape& in = shape(input(n, 0));
+    std::vector<int64_t> pads;
+    if (auto attr = ints_attr(n, "pads")) pads.assign(attr->begin(), attr->end());  // before opset 11
+    else pads = values(input(n, 1));
+    require(n.input_size() < 4 || input(n, 3).empty());  // opset 18's axes: left to ONNX
+    require(pads.size() == 2 * in.size());
+    Shape out = in;
+    for (size_t i = 0; i < in.size(); ++i)
+      require(!__builtin_add_overflow(out[i], pads[i], &out[i]) &&
+              !__builtin_add_overflow(out[i], pads[i + in.size()], &out[i]) && out[i] >= 0);
+    set(n, std::move(out));
   }
 
   void unary(const onnx::NodeProto& n) {

@@ -37,7 +37,7 @@ std::string expectation(const ConfigKey& k) {
     case T::NameList:
       return "a list of names";
     case T::PathList:
-      return "a list of paths (files or folders)";
+      return "a list of network sets (nn-meter networks list) or paths (files or folders)";
     case T::IntList:
       return fmt::format("a non-empty list of integers in [{}, {}]", k.min, k.max);
     case T::NumberList:
@@ -129,7 +129,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"ALIGNED_CHANNELS", T::Number, 0, 1},
                                               {"INPUT_RESOLUTIONS", T::IntList, 16, 1024},
                                               {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4},
-                                              {"SAMPLE_MODELS", T::PathList}};
+                                              {"SAMPLE_MODELS", T::PathList},
+                                              {"CALIBRATION_NETWORKS", T::PathList}};
   return keys;
 }
 
@@ -232,6 +233,7 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
   if (const auto w = c.find("WIDTH_MULTIPLIERS"); w != c.end() && !w->is_null())
     p.width_multipliers = w->get<std::vector<double>>();
   for (const auto& path : names_of(c, "SAMPLE_MODELS")) p.sample_models.emplace_back(path);
+  for (const auto& path : names_of(c, "CALIBRATION_NETWORKS")) p.calibration_networks.emplace_back(path);
   const auto kernels = c.find("KERNELS");
   if (kernels == c.end() || kernels->is_null()) return p;
   if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");

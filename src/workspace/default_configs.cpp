@@ -20,11 +20,16 @@ BATCH_SIZE: 1
 # to +5.5 % on onednn_cpu, bench/RESULTS-accuracy.md). PRIOR_ROWS_EXCLUDE: [names] leaves out the library's
 # rows of those models (its `model` column), e.g. the ones you will evaluate the predictor on.
 PRIOR_ROWS: 0.3
-# SAMPLE_MODELS: [ONNX files or folders] adds every layer of these networks (each kernel as the backend's
-# fusion rules detect it) to the prior samples: the networks of your search space, or variants of the ones
-# you will predict. Relative paths start at the workspace folder. Opt-in: on onednn_cpu it did not improve the
-# calibrated accuracy (README); calibrate on other networks than these.
+# SAMPLE_MODELS: [network sets, ONNX files or folders] adds every layer of these networks (each kernel as the
+# backend's fusion rules detect it) to the prior samples: the networks of your search space, or variants of the
+# ones you will predict. A set is one of `nn-meter networks list` (e.g. calibration-72); relative paths start at
+# the workspace folder (./NAME for a folder named like a set). Opt-in; calibrate on other networks than these.
 # SAMPLE_MODELS: [../my_search_space]
+# CALIBRATION_NETWORKS: [network sets, ONNX files or folders] (3 or more networks): once the kernel predictors
+# are trained, the build measures these networks by the repeat protocol and fits the predictor's composition
+# term on them (composition.json in the predictor folder, as `nn-meter calibrate` does); predict and evaluate
+# then use it. Calibrate on networks like the ones you will predict, and evaluate on others.
+# CALIBRATION_NETWORKS: [calibration]
 # KERNELS: the kernels build_latency_predictor builds, each with its adaptive-sampling settings.
 KERNELS:
   conv-bn-relu:

@@ -11,10 +11,10 @@
 #include <random>
 #include <thread>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "backends/onednn/engine.h"
 #include "backends/onednn/onednn_backend.h"
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "backends/reference_runtime.h"
 #include "common/io.h"
 #include "support/test_support.h"
@@ -22,8 +22,8 @@
 namespace nnmeter::onednn {
 namespace {
 
-using onnxgen::attr;
-using onnxgen::Builder;
+using networks::attr;
+using networks::LayerBuilder;
 
 std::vector<Tensor> inputs_for(const onnx::ModelProto& m, uint32_t seed = 1) {
   std::mt19937 rng(seed);
@@ -62,7 +62,7 @@ void expect_matches_reference(const onnx::ModelProto& model, double rtol = 1e-4,
   }
 }
 
-onnx::ModelProto one_output(Builder& b, const std::string& out) {
+onnx::ModelProto one_output(LayerBuilder& b, const std::string& out) {
   b.output(out);
   return b.model();
 }
@@ -73,14 +73,14 @@ TEST(OneDnnOps, ConvolutionVariantsOnAwkwardShapes) {
                         {8, 17, 9, 8, 5, 1, 4, 8, 2, true},    {3, 7, 7, 1, 1, 1, 0, 1, 1, false},
                         {16, 15, 15, 16, 3, 2, 0, 16, 1, true}, {4, 9, 12, 20, 7, 3, 2, 2, 1, true}};
   for (const auto& c : cases) {
-    Builder b("conv", 13, 3);
+    LayerBuilder b("conv", 13, 3);
     const auto x = b.input("x", {1, c.c, c.h, c.w});
     expect_matches_reference(one_output(b, b.conv(x, c.cout, c.k, c.s, c.pad, c.group, c.bias, c.dil)));
   }
 }
 
 TEST(OneDnnOps, AsymmetricPadsAndAutoPad) {
-  Builder b("autopad", 13, 4);
+  LayerBuilder b("autopad", 13, 4);
   const auto x = b.input("x", {1, 3, 10, 9});
   const auto w = b.random_weights({4, 3, 3, 3}, 0.3f);
   const auto y = b.node("Conv", {x, w}, {1, 4, 5, 5}, {attr("auto_pad", std::string("SAME_UPPER")), attr("strides", std::vector<int64_t>{2, 2})});
@@ -100,13 +100,13 @@ TEST(OneDnnOps, AsymmetricPadsAndAutoPad) {
 }
 
 TEST(OneDnnOps, FusedActivationsMatchUnfusedReference) {
-  using Act = std::string (Builder::*)(const std::string&);
-  const std::vector<Act> acts = {&Builder::relu, &Builder::relu6, &Builder::sigmoid, &Builder::hardswish, &Builder::swish};
+  using Act = std::string (LayerBuilder::*)(const std::string&);
+  const std::vector<Act> acts = {&LayerBuilder::relu, &LayerBuilder::relu6, &LayerBuilder::sigmoid, &LayerBuilder::hardswish, &LayerBuilder::swish};
   for (size_t i = 0; i < acts.size(); ++i) {
-    Builder b("act", 13, static_cast<uint32_t>(i));
+    LayerBuilder b("act", 13, static_cast<uint32_t>(i));
     const auto x = b.input("x", {1, 6, 11, 13});
-    const auto y = (b.*acts[i])(b.conv_bn(x, 10, 3, 1));
-    const auto model = one_output(b, (b.*acts[i])(b.conv_bn(y, 10, 3, 2, 2)));
+    const auto y = (b.*acts[i])(b.conv_batchnorm(x, 10, 3, 1));
+    const auto model = one_output(b, (b.*acts[i])(b.conv_batchnorm(y, 10, 3, 2, 2)));
     expect_matches_reference(model);
     // Conv, BatchNormalization and the activation became one primitive each time.
     Engine engine(load_graph(model, "act"), EngineOptions{1});
@@ -122,7 +122,7 @@ TEST(OneDnnOps, FusedActivationsMatchUnfusedReference) {
 // as a depthwise 1x1 conv with its ReLU as a post-op, in plain and in a conv's layout alike.
 TEST(OneDnnOps, StandaloneBatchNormRunsAsDepthwiseConv) {
   for (const bool after_pool : {false, true}) {
-    Builder b("bn", 13, after_pool ? 7 : 8);
+    LayerBuilder b("bn", 13, after_pool ? 7 : 8);
     std::string x = b.input("x", {1, 20, 9, 9});
     if (after_pool) x = b.maxpool(b.conv(x, 24, 1), 3, 1, 1);
     const auto model = one_output(b, b.relu(b.batchnorm(x)));
@@ -139,11 +139,11 @@ TEST(OneDnnOps, StandaloneBatchNormRunsAsDepthwiseConv) {
 }
 
 TEST(OneDnnOps, ResidualAdditionBecomesSumPostOp) {
-  Builder b("residual", 13, 5);
+  LayerBuilder b("residual", 13, 5);
   const auto x = b.input("x", {1, 16, 14, 14});
-  const auto a = b.relu(b.conv_bn(x, 16, 3));
-  const auto y = b.relu(b.add(b.conv_bn(a, 16, 3), a));
-  const auto z = b.relu(b.add(x, b.conv_bn(y, 16, 1)));  // residual is a graph input: copied, not overwritten
+  const auto a = b.relu(b.conv_batchnorm(x, 16, 3));
+  const auto y = b.relu(b.add(b.conv_batchnorm(a, 16, 3), a));
+  const auto z = b.relu(b.add(x, b.conv_batchnorm(y, 16, 1)));  // residual is a graph input: copied, not overwritten
   const auto model = one_output(b, z);
   expect_matches_reference(model);
   Engine engine(load_graph(model, "residual"), EngineOptions{1});
@@ -157,7 +157,7 @@ TEST(OneDnnOps, ResidualAdditionBecomesSumPostOp) {
 }
 
 TEST(OneDnnOps, PoolingWithCeilModeAndPadding) {
-  Builder b("pool", 13, 6);
+  LayerBuilder b("pool", 13, 6);
   const auto x = b.input("x", {1, 5, 14, 13});
   const auto m = b.maxpool(x, 3, 2, 1, true);
   const auto a = b.avgpool(x, 3, 2, 1, true, true);
@@ -171,7 +171,7 @@ TEST(OneDnnOps, PoolingWithCeilModeAndPadding) {
 }
 
 TEST(OneDnnOps, BroadcastBinariesInBothOperandOrders) {
-  Builder b("binary", 13, 7);
+  LayerBuilder b("binary", 13, 7);
   const auto x = b.input("x", {1, 6, 5, 7});
   const auto s = b.input("s", {1, 6, 1, 1});
   const auto v = b.input("v", {7});
@@ -183,7 +183,7 @@ TEST(OneDnnOps, BroadcastBinariesInBothOperandOrders) {
 }
 
 TEST(OneDnnOps, LayoutOpsAndFoldedShapeSubgraphs) {
-  Builder b("layout", 13, 8);
+  LayerBuilder b("layout", 13, 8);
   const auto x = b.input("x", {1, 12, 7, 5});
   const auto c = b.conv_bn(x, 12, 3);  // blocked or NHWC output feeding plain-layout ops
   const auto parts = b.split(c, {5, 7});
@@ -207,7 +207,7 @@ std::map<std::string, int> inner_reorders(const Json& plan) {
 
 TEST(OneDnnOps, ShuffleUnitStaysInTheConvLayout) {
   // ShuffleNetV2's unit: split, branch, concat, channel shuffle, then the next unit's split.
-  Builder b("shuffle", 13, 10);
+  LayerBuilder b("shuffle", 13, 10);
   const auto x = b.input("x", {1, 48, 9, 11});
   const auto c = b.relu(b.conv_bn(x, 116, 1));
   const auto halves = b.split(c, {58, 58});
@@ -232,7 +232,7 @@ TEST(OneDnnOps, ShuffleUnitStaysInTheConvLayout) {
 }
 
 TEST(OneDnnOps, ConcatOfMixedLayoutsWritesEachInputOnce) {
-  Builder b("mixed_concat", 13, 11);
+  LayerBuilder b("mixed_concat", 13, 11);
   const auto x = b.input("x", {1, 16, 10, 10});
   const auto plain = b.input("p", {1, 24, 10, 10});
   b.output(b.concat({b.relu(b.conv_bn(x, 32, 3)), plain, b.conv_bn(x, 8, 1), b.maxpool(x, 3, 1, 1)}));
@@ -252,7 +252,7 @@ TEST(OneDnnOps, ConcatOfMixedLayoutsWritesEachInputOnce) {
 }
 
 TEST(OneDnnOps, TwoThreadsGiveTheSameAnswer) {
-  Builder b("threads", 13, 9);
+  LayerBuilder b("threads", 13, 9);
   const auto x = b.input("x", {1, 8, 23, 19});
   expect_matches_reference(one_output(b, b.relu(b.conv_bn(b.relu(b.conv_bn(x, 24, 3, 2)), 24, 3, 1, 24))), 1e-4, 2);
 }
@@ -261,24 +261,24 @@ class ZooModels : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ZooModels, MatchPlainReference) {
   // 64x64 keeps the reference interpreter quick; every layer type and fusion still occurs.
-  const auto m = zoo::build(GetParam(), 64);
+  const auto m = networks::build(GetParam(), 64);
   EXPECT_GT(m.flops, 1e6);
   expect_matches_reference(m.model, 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(OneDnn, ZooModels, ::testing::ValuesIn(zoo::model_names()),
+INSTANTIATE_TEST_SUITE_P(OneDnn, ZooModels, ::testing::ValuesIn(networks::architectures()),
                          [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(ZooWidths, NarrowerNetworksStayConsistentAndCostLess) {
   // The width multiplier must keep every residual add, SE multiply, split and concat shape-consistent.
   for (const std::string name : {"mobilenet_v2", "mobilenet_v3_large", "shufflenet_v2_x1_0", "efficientnet_b0",
                                  "resnet50", "densenet121", "googlenet"}) {
-    const auto half = zoo::build(name, 64, 0.5);
-    const auto full = zoo::build(name, 64, 1.0);
+    const auto half = networks::build(name, 64, 0.5);
+    const auto full = networks::build(name, 64, 1.0);
     EXPECT_LT(half.flops, 0.6 * full.flops) << name;
     expect_matches_reference(half.model, 1e-3);
   }
-  EXPECT_THROW(zoo::build("resnet18", 64, 0.0), Error);
+  EXPECT_THROW(networks::build("resnet18", 64, 0.0), Error);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -294,7 +294,7 @@ std::string load_error(const onnx::ModelProto& m) {
 }
 
 TEST(OneDnnErrors, UnsupportedOpNamesOpAndNode) {
-  Builder b("bad", 13, 1);
+  LayerBuilder b("bad", 13, 1);
   const auto x = b.input("x", {1, 3, 4, 4});
   const auto y = b.node("LpNormalization", {x}, {1, 3, 4, 4});
   const auto msg = load_error(one_output(b, y));
@@ -304,7 +304,7 @@ TEST(OneDnnErrors, UnsupportedOpNamesOpAndNode) {
 }
 
 TEST(OneDnnErrors, UnsupportedAttributeNamesIt) {
-  Builder b("bad", 13, 1);
+  LayerBuilder b("bad", 13, 1);
   const auto x = b.input("x", {1, 3, 4, 4});
   const auto y = b.node("Pad", {x, b.constant_ints({0, 0, 1, 1, 0, 0, 1, 1})}, {1, 3, 6, 6}, {attr("mode", std::string("reflect"))});
   const auto msg = load_error(one_output(b, y));
@@ -313,11 +313,11 @@ TEST(OneDnnErrors, UnsupportedAttributeNamesIt) {
 }
 
 TEST(OneDnnErrors, RuntimeWeightsAndBadShapesAreRejected) {
-  Builder b("bad", 13, 1);
+  LayerBuilder b("bad", 13, 1);
   const auto x = b.input("x", {1, 3, 4, 4});
   const auto w = b.input("w", {2, 3, 1, 1});
   EXPECT_NE(load_error(one_output(b, b.node("Conv", {x, w}, {1, 2, 4, 4}))).find("load-time constant"), std::string::npos);
-  Builder c("bad", 13, 1);
+  LayerBuilder c("bad", 13, 1);
   const auto y = c.input("x", {1, 3, 4, 4});
   EXPECT_NE(load_error(one_output(c, c.node("Reshape", {y, c.constant_ints({5, -1})}, {5, 1}))).find("shape"), std::string::npos);
 }
@@ -332,7 +332,7 @@ TEST(OneDnnErrors, MalformedFilesGiveOneLineErrors) {
 }
 
 TEST(OneDnnErrors, WrongInputsAreReported) {
-  Builder b("inputs", 13, 1);
+  LayerBuilder b("inputs", 13, 1);
   const auto x = b.input("x", {1, 3, 4, 4});
   Engine engine(load_graph(one_output(b, b.relu(x)), "inputs"), EngineOptions{1});
   EXPECT_THROW(engine.forward({}), Error);
@@ -363,7 +363,7 @@ TEST(OneDnnBackend, IsTheBuiltinWithDeclaredParams) {
 
 TEST(OneDnnBackend, ConvertRunAndProfile) {
   test::TempDir dir;
-  const auto m = zoo::build("mobilenet_v2", 64);
+  const auto m = networks::build("mobilenet_v2", 64);
   io::write_file_atomic(dir / "mnv2.onnx", m.model.SerializeAsString());
   auto backend = make_backend({{"NUM_RUNS", 3}, {"NUM_ROUNDS", 2}, {"WARMUP_RUNS", 1}, {"MIN_TIME_MS", 0.0}});
   const auto files = backend->to_backend(dir / "mnv2.onnx", dir / "work", "converted");
@@ -389,15 +389,15 @@ TEST(OneDnnBackend, KernelCountComesFromThePlan) {
   test::TempDir dir;
   auto backend = make_backend(Json::object());
   auto count = [&](const std::string& name, auto&& build) {
-    Builder b(name, 13, 5);
+    LayerBuilder b(name, 13, 5);
     const auto x = b.input("x", {1, 32, 14, 14});
     io::write_file_atomic(dir / (name + ".onnx"), one_output(b, build(b, x)).SerializeAsString());
     return backend->kernel_count(backend->to_backend(dir / (name + ".onnx"), dir / "work", name));
   };
-  EXPECT_EQ(count("dw", [](Builder& b, const std::string& x) { return b.conv(x, 32, 3, 1, -1, 32); }), 1);
-  EXPECT_EQ(count("relu", [](Builder& b, const std::string& x) { return b.relu(x); }), 1);
-  EXPECT_EQ(count("dw_relu", [](Builder& b, const std::string& x) { return b.relu(b.conv(x, 32, 3, 1, -1, 32)); }), 1);
-  EXPECT_EQ(count("relu_dw", [](Builder& b, const std::string& x) { return b.conv(b.relu(x), 32, 3, 1, -1, 32); }), 2);
+  EXPECT_EQ(count("dw", [](LayerBuilder& b, const std::string& x) { return b.conv(x, 32, 3, 1, -1, 32); }), 1);
+  EXPECT_EQ(count("relu", [](LayerBuilder& b, const std::string& x) { return b.relu(x); }), 1);
+  EXPECT_EQ(count("dw_relu", [](LayerBuilder& b, const std::string& x) { return b.relu(b.conv(x, 32, 3, 1, -1, 32)); }), 1);
+  EXPECT_EQ(count("relu_dw", [](LayerBuilder& b, const std::string& x) { return b.conv(b.relu(x), 32, 3, 1, -1, 32); }), 2);
   EXPECT_EQ(backend->kernel_count({dir / "dw.onnx"}), std::nullopt) << "no plan: the backend cannot tell";
 }
 
@@ -407,7 +407,7 @@ TEST(OneDnnBackend, ConvertedFileNamesKeepDotsOfTheModelName) {
   auto backend = make_backend(Json::object());
   std::vector<std::vector<fs::path>> converted;
   for (const int channels : {8, 16}) {
-    Builder b("m", 13, 5);
+    LayerBuilder b("m", 13, 5);
     const auto x = b.input("x", {1, channels, 8, 8});
     io::write_file_atomic(dir / "m.onnx", one_output(b, b.relu(x)).SerializeAsString());
     converted.push_back(backend->to_backend(dir / "m.onnx", dir / "work", channels == 8 ? "net_w1" : "net_w1.4"));
@@ -424,7 +424,7 @@ TEST(OneDnnBackend, ConvertedFileNamesKeepDotsOfTheModelName) {
 // A kernel model is profiled as it runs inside a network: the timed pipeline has no reorder of the NCHW
 // graph input into the conv's layout nor of its output back, while forward() still returns plain NCHW.
 TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
-  Builder b("kernel", 13, 9);
+  LayerBuilder b("kernel", 13, 9);
   const auto x = b.input("x", {1, 64, 56, 56});
   const auto model = one_output(b, b.relu(b.conv_bn(x, 64, 3)));
   expect_matches_reference(model);
@@ -472,7 +472,7 @@ TEST(OneDnnProfiling, SingleConvPipelineHasNoEdgeReorders) {
 // Timing every step on its own gives one time per step of the plan, in the plan's order, and computes the
 // same outputs; the plan names each step's tensor shapes, so a layer can be found again in another model.
 TEST(OneDnnProfiling, StepTimesFollowThePlanAndItsShapes) {
-  Builder b("net", 13, 9);
+  LayerBuilder b("net", 13, 9);
   const auto x = b.input("x", {1, 16, 20, 20});
   const auto model = one_output(b, b.maxpool(b.relu(b.conv_bn(b.relu(b.conv_bn(x, 32, 3)), 24, 1)), 2, 2));
   Engine engine(load_graph(model, "net"), EngineOptions{1});
@@ -507,12 +507,12 @@ TEST(OneDnnProfiling, StepTimesFollowThePlanAndItsShapes) {
 // a network — for a channel shuffle, whatever data movement the engine needs in that layout.
 TEST(OneDnnProfiling, NonConvKernelsPayWhatTheyCostInsideANetwork) {
   const Shape shape{1, 116, 28, 28};
-  Builder sb("shuffle", 13, 2);
+  LayerBuilder sb("shuffle", 13, 2);
   const auto shuffle = one_output(sb, sb.channel_shuffle(sb.input("x", shape), 2));
   expect_matches_reference(shuffle);
   const Json alone = Engine(load_graph(shuffle, "shuffle"), EngineOptions{1}).plan(Pipeline::Profiling);
 
-  Builder nb("net", 13, 3);
+  LayerBuilder nb("net", 13, 3);
   const auto net = one_output(nb, nb.conv(nb.channel_shuffle(nb.conv(nb.input("x", shape), 116, 1), 2), 116, 1));
   const Json steps = Engine(load_graph(net, "net"), EngineOptions{1}).plan(Pipeline::Profiling)["steps"];
   std::vector<std::string> between, timed;
@@ -532,7 +532,7 @@ TEST(OneDnnProfiling, NonConvKernelsPayWhatTheyCostInsideANetwork) {
   EXPECT_EQ(alone["excluded_edge_reorders"][0]["why"], "layout a conv writes for 'x'") << alone.dump(1);
 
   // ReLU runs in whatever layout it finds: nothing to reorder, inside a network or here.
-  Builder rb("relu", 13, 4);
+  LayerBuilder rb("relu", 13, 4);
   const auto relu = one_output(rb, rb.relu(rb.input("x", shape)));
   expect_matches_reference(relu);
   const Json relu_timed = Engine(load_graph(relu, "relu"), EngineOptions{1}).plan(Pipeline::Profiling);
@@ -543,7 +543,7 @@ TEST(OneDnnProfiling, NonConvKernelsPayWhatTheyCostInsideANetwork) {
 // The plan file written at conversion records what profile() leaves out of the timer.
 TEST(OneDnnProfiling, PlanFileListsExcludedEdgeReorders) {
   test::TempDir dir;
-  Builder b("dw", 13, 4);
+  LayerBuilder b("dw", 13, 4);
   const auto x = b.input("x", {1, 32, 28, 28});
   const auto model = one_output(b, b.relu(b.conv_bn(x, 32, 3, 1, 32)));
   io::write_file_atomic(dir / "dw.onnx", model.SerializeAsString());
@@ -652,7 +652,7 @@ TEST(OneDnnProfiling, ColdStartEvictsTheFootprintAndWritesTheInput) {
   const auto params = builtin_backends()[0].params;
   EXPECT_TRUE(resolve_backend_config(params, Json::object(), "t")["COLD_CACHE"].get<bool>());
 
-  Builder b("kernel", 13, 9);
+  LayerBuilder b("kernel", 13, 9);
   const auto x = b.input("x", {1, 32, 28, 28});
   const auto model = one_output(b, b.relu(b.conv_bn(x, 48, 3)));
   Engine engine(load_graph(model, "kernel"), EngineOptions{1});

@@ -1,10 +1,13 @@
 #include "backends/reference_runtime.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <numeric>
 #include <stdexcept>
+
+#include "onnx_io/shape_rules.h"
 
 namespace nnmeter::test {
 
@@ -303,6 +306,28 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
         start += len;
       }
       continue;
+    } else if (op == "Slice") {
+      auto ints_of = [&](int k) {
+        std::vector<int64_t> v;
+        if (np.input_size() > k && !np.input(k).empty())
+          for (double d : in(k).data)  // saturating: exporters write INT64_MAX for "to the end"
+            v.push_back(d >= 9.2e18 ? INT64_MAX : d <= -9.2e18 ? INT64_MIN : static_cast<int64_t>(d));
+        return v;
+      };
+      const T& x = in(0);
+      const auto ax = onnx_io::slice_axes(x.shape, ints_of(1), ints_of(2), ints_of(3), ints_of(4));
+      if (!ax) throw std::runtime_error("reference: Slice arguments do not check out");
+      out = T{ax->out, {}};
+      Shape pos(x.shape.size(), 0);
+      for (int64_t e = 0; e < count(ax->out); ++e) {
+        int64_t at = 0;
+        for (size_t d = 0; d < x.shape.size(); ++d) at = at * x.shape[d] + ax->begin[d] + pos[d] * ax->step[d];
+        out.data.push_back(x.data[static_cast<size_t>(at)]);
+        for (size_t d = x.shape.size(); d-- > 0;) {
+          if (++pos[d] < ax->out[d]) break;
+          pos[d] = 0;
+        }
+      }
     } else if (op == "Shape") {
       out = T{{static_cast<int64_t>(in(0).shape.size())}, {in(0).shape.begin(), in(0).shape.end()}};
     } else if (op == "Gather") {

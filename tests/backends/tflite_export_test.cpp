@@ -8,8 +8,8 @@
 #include <random>
 
 #include "backends/armnn_runner.h"
-#include "kit/model_zoo.h"
-#include "kit/onnx_builder.h"
+#include "networks/architectures.h"
+#include "networks/layers.h"
 #include "backends/kernel_cases.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"
@@ -89,11 +89,11 @@ INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportKernels, ::testing::ValuesIn(test::
 class TfliteExportZoo : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TfliteExportZoo, ArmNnRunsItLikeTheReference) {
-  const auto m = zoo::build(GetParam(), 64, 0.25);
+  const auto m = networks::build(GetParam(), 64, 0.25);
   expect_export_matches(m.model, GetParam());
 }
 
-INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportZoo, ::testing::ValuesIn(zoo::model_names()),
+INSTANTIATE_TEST_SUITE_P(Tflite, TfliteExportZoo, ::testing::ValuesIn(networks::architectures()),
                          [](const auto& info) { return test::gtest_param_name(info.param); });
 
 }  // namespace
@@ -145,9 +145,9 @@ TEST(TfliteExport, WritesTheOpsTflitesConverterWould) {
 }
 
 TEST(TfliteExport, SoftmaxPadAndGemmRunOnArmNn) {
-  onnxgen::Builder b("head");
+  networks::LayerBuilder b("head");
   std::string x = b.input("x", {1, 4, 6, 6});
-  x = b.node("Pad", {x, b.constant_ints({0, 0, 1, 2, 0, 0, 1, 0})}, {1, 4, 8, 8}, {onnxgen::attr("mode", std::string("constant"))});
+  x = b.node("Pad", {x, b.constant_ints({0, 0, 1, 2, 0, 0, 1, 0})}, {1, 4, 8, 8}, {networks::attr("mode", std::string("constant"))});
   x = b.avgpool(x, 2, 2, 0, false, true);
   x = b.softmax(b.gemm(b.flatten(x), 5));
   b.output(x);
@@ -159,7 +159,7 @@ TEST(TfliteExport, SoftmaxPadAndGemmRunOnArmNn) {
 
 TEST(TfliteExport, WhatTfliteCannotExpressIsOneLineNamingOpAndBackend) {
   {
-    onnxgen::Builder b("grouped");
+    networks::LayerBuilder b("grouped");
     b.output(b.conv(b.input("x", {1, 8, 6, 6}), 8, 3, 1, 1, /*group=*/2));
     const std::string e = test::error_of([&] { export_tflite(b.model(), "grouped.onnx", "tflite_gpu"); });
     EXPECT_TRUE(test::contains(e, "tflite_gpu cannot convert Conv node")) << e;
@@ -168,20 +168,20 @@ TEST(TfliteExport, WhatTfliteCannotExpressIsOneLineNamingOpAndBackend) {
   {
     // PyTorch's symmetric pads at stride 2 are not TFLite's SAME; zero padding is wrong for a max over
     // values that can be negative.
-    onnxgen::Builder b("pool");
+    networks::LayerBuilder b("pool");
     b.output(b.maxpool(b.input("x", {1, 4, 8, 8}), 3, 2, 1));
     const std::string e = test::error_of([&] { export_tflite(b.model(), "pool.onnx", "tflite_cpu"); });
     EXPECT_TRUE(test::contains(e, "tflite_cpu cannot convert MaxPool node")) << e;
     EXPECT_TRUE(test::contains(e, "the input may be negative")) << e;
     // After a ReLU the same pool is exact with a PAD in front.
-    onnxgen::Builder ok("pool_after_relu");
+    networks::LayerBuilder ok("pool_after_relu");
     ok.output(ok.maxpool(ok.relu(ok.input("x", {1, 4, 8, 8})), 3, 2, 1));
     EXPECT_EQ(ops_of(export_tflite(ok.model(), "ok.onnx", "tflite_cpu")), V({"RELU", "PAD", "MAX_POOL_2D"}));
     expect_export_matches(ok.model(), "pool_after_relu");
   }
   {
-    onnxgen::Builder b("lstm");
-    b.output(b.node("Einsum", {b.input("x", {1, 4})}, {1, 4}, {onnxgen::attr("equation", std::string("ij->ij"))}));
+    networks::LayerBuilder b("lstm");
+    b.output(b.node("Einsum", {b.input("x", {1, 4})}, {1, 4}, {networks::attr("equation", std::string("ij->ij"))}));
     const std::string e = test::error_of([&] { export_tflite(b.model(), "lstm.onnx", "tflite_cpu"); });
     EXPECT_TRUE(test::contains(e, "tflite_cpu cannot convert Einsum node")) << e;
     EXPECT_TRUE(test::contains(e, "op 'Einsum' has no TFLite export")) << e;

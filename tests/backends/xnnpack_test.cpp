@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kit/model_zoo.h"
-#include "kit/onnx_builder.h"
+#include "networks/architectures.h"
+#include "networks/layers.h"
 #include "backends/kernel_cases.h"
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"
@@ -68,12 +68,12 @@ INSTANTIATE_TEST_SUITE_P(Xnnpack, XnnpackKernels, ::testing::ValuesIn(test::buil
 
 class XnnpackZoo : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(XnnpackZoo, RunsLikeTheReference) { expect_runs_like_reference(zoo::build(GetParam(), 64, 0.25).model, GetParam()); }
+TEST_P(XnnpackZoo, RunsLikeTheReference) { expect_runs_like_reference(networks::build(GetParam(), 64, 0.25).model, GetParam()); }
 
-INSTANTIATE_TEST_SUITE_P(Xnnpack, XnnpackZoo, ::testing::ValuesIn(zoo::model_names()),
+INSTANTIATE_TEST_SUITE_P(Xnnpack, XnnpackZoo, ::testing::ValuesIn(networks::architectures()),
                          [](const auto& info) { return test::gtest_param_name(info.param); });
 
-TEST(Xnnpack, ThreadPoolComputesTheSame) { expect_runs_like_reference(zoo::build("mobilenet_v2", 64, 0.5).model, "mobilenet_v2", 2); }
+TEST(Xnnpack, ThreadPoolComputesTheSame) { expect_runs_like_reference(networks::build("mobilenet_v2", 64, 0.5).model, "mobilenet_v2", 2); }
 
 // The plan of a converted kernel: XNNPACK operators with what was fused into them.
 Json plan_of(const std::string& kernel, const KernelConfig& config) {
@@ -120,7 +120,7 @@ TEST(Xnnpack, FusesAsTfliteAndXnnpackDo) {
 // ONNX pads that are not TFLite's SAME become a PAD op in the .tflite; XNNPACK folds it into the
 // convolution reading it, as its subgraph fusion does.
 TEST(Xnnpack, ZeroPadIsFoldedIntoTheConvolution) {
-  onnxgen::Builder b("padded");
+  networks::LayerBuilder b("padded");
   b.output(b.relu(b.conv(b.input("x", {1, 4, 9, 9}), 8, 3, 1, 2)));  // pads 2 with a 3x3 window: neither SAME nor VALID
   const onnx::ModelProto model = b.model();
   const Json plan = Engine(tflite::export_tflite(model, "padded", "xnnpack_cpu"), "padded", {}).plan();
@@ -131,7 +131,7 @@ TEST(Xnnpack, ZeroPadIsFoldedIntoTheConvolution) {
 // nn-Meter's rule-test pooling is a 1x1 window with stride 2: XNNPACK has no operator for it (the delegate
 // leaves it to TFLite's kernel), so it is the engine's own strided gather.
 TEST(Xnnpack, StridedOneByOnePoolIsASubsample) {
-  onnxgen::Builder b("pool1x1");
+  networks::LayerBuilder b("pool1x1");
   b.output(b.relu(b.avgpool(b.input("x", {1, 6, 9, 9}), 1, 2)));
   const onnx::ModelProto model = b.model();
   const Json plan = Engine(tflite::export_tflite(model, "pool1x1", "xnnpack_cpu"), "pool1x1", {}).plan();
@@ -142,7 +142,7 @@ TEST(Xnnpack, StridedOneByOnePoolIsASubsample) {
 // A Dense layer on the last axis of a 4-D tensor (MatMul, as after the rule tester's reshape) is
 // FULLY_CONNECTED with keep_num_dims, in ONNX's element order.
 TEST(Xnnpack, MatMulOverTheLastAxisOfAFeatureMap) {
-  onnxgen::Builder b("dense4d");
+  networks::LayerBuilder b("dense4d");
   const std::string x = b.input("x", {1, 4, 6, 5});
   b.output(b.node("MatMul", {x, b.random_weights({5, 3}, 0.3f)}, {1, 4, 6, 3}));
   const onnx::ModelProto model = b.model();
@@ -150,7 +150,7 @@ TEST(Xnnpack, MatMulOverTheLastAxisOfAFeatureMap) {
   EXPECT_EQ(operators_of(plan), (V{"transpose", "fully_connected_nc_f32", "transpose"}));
   expect_runs_like_reference(model, "dense4d");
   // The rule tester's fc after a reshape, alone: a 3-D graph input.
-  onnxgen::Builder b3("dense3d");
+  networks::LayerBuilder b3("dense3d");
   const std::string x3 = b3.input("x", {2, 6, 5});
   b3.output(b3.node("MatMul", {x3, b3.random_weights({5, 3}, 0.3f)}, {2, 6, 3}));
   expect_runs_like_reference(b3.model(), "dense3d");
@@ -159,7 +159,7 @@ TEST(Xnnpack, MatMulOverTheLastAxisOfAFeatureMap) {
 TEST(XnnpackBackend, ConvertsProfilesAndCountsKernels) {
   test::TempDir dir;
   const fs::path onnx = dir / "mbv2.onnx";
-  io::write_file_atomic(onnx, zoo::build("mobilenet_v2", 32, 0.25).model.SerializeAsString());
+  io::write_file_atomic(onnx, networks::build("mobilenet_v2", 32, 0.25).model.SerializeAsString());
   Registry registry;
   auto backend = connect_backend(registry, "xnnpack_cpu",
                                  {{"NUM_ROUNDS", 2}, {"NUM_RUNS", 2}, {"WARMUP_RUNS", 1}, {"MIN_TIME_MS", 0}, {"MAX_RETRIES", 0}});
@@ -181,7 +181,7 @@ TEST(XnnpackBackend, ConvertsProfilesAndCountsKernels) {
   EXPECT_EQ(stats.count, 2);
   EXPECT_GT(stats.median, 0);
   // The wrapper runs the converted file like the reference.
-  const auto model = zoo::build("mobilenet_v2", 32, 0.25).model;
+  const auto model = networks::build("mobilenet_v2", 32, 0.25).model;
   const auto inputs = test::model_inputs(model, 11);
   const auto out = backend->build_wrapper({files[0]})->forward(inputs);
   const auto ref = test::run_reference(model, inputs);
@@ -209,7 +209,7 @@ TEST(XnnpackBackend, BadInputIsOneLineNamingTheProblem) {
   Registry registry;
   auto backend = connect_backend(registry, "xnnpack_cpu", Json::object());
   // An op without a lowering: named with the backend, nothing written.
-  onnxgen::Builder b("erf");
+  networks::LayerBuilder b("erf");
   b.output(b.node("Erf", {b.input("x", {1, 4, 8, 8})}, {1, 4, 8, 8}));
   io::write_file_atomic(dir / "lrn.onnx", b.model().SerializeAsString());
   std::string e = test::error_of([&] { backend->to_backend(dir / "lrn.onnx", dir.path(), ""); });
@@ -223,7 +223,7 @@ TEST(XnnpackBackend, BadInputIsOneLineNamingTheProblem) {
   io::write_file_atomic(dir / "bad.tflite", "not a flatbuffer at all");
   e = test::error_of([&] { backend->profile({dir / "bad.tflite"}); });
   EXPECT_NE(e.find("not a valid .tflite"), std::string::npos) << e;
-  const std::string good = tflite::export_tflite(zoo::build("resnet18", 32, 0.25).model, "r", "xnnpack_cpu");
+  const std::string good = tflite::export_tflite(networks::build("resnet18", 32, 0.25).model, "r", "xnnpack_cpu");
   io::write_file_atomic(dir / "cut.tflite", good.substr(0, good.size() / 2));
   e = test::error_of([&] { backend->build_wrapper({dir / "cut.tflite"}); });
   EXPECT_NE(e.find("xnnpack_cpu"), std::string::npos) << e;
@@ -267,7 +267,7 @@ TEST(XnnpackBackend, DamagedFilesFromFuzzingAreNamedErrors) {
     EXPECT_EQ(e.find('\n'), std::string::npos) << file << ": " << e;
   }
   // A window op whose window x output pixels would make XNNPACK's indirection buffer huge (2048^2 x 9).
-  onnxgen::Builder b("wide");
+  networks::LayerBuilder b("wide");
   b.output(b.conv(b.input("x", {1, 1, 2048, 2048}), 1, 3));
   const std::string e = test::error_of([&] { Engine(tflite::export_tflite(b.model(), "wide", "xnnpack_cpu"), "wide", {}); });
   EXPECT_NE(e.find("exceed 2^25"), std::string::npos) << e;

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/io.h"
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "nnmeter/latency.h"
 #include "nnmeter/prediction.h"
 #include "support/test_support.h"
@@ -129,7 +129,7 @@ TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
   const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n"
                                           "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n");
   const fs::path net = tmp / "nets" / "mobilenet_v1_r32_w0.25.onnx";
-  write_text(net, zoo::build("mobilenet_v1", 32, 0.25).model.SerializeAsString());
+  write_text(net, networks::build("mobilenet_v1", 32, 0.25).model.SerializeAsString());
   write_text(ws / "configs" / "predictorbuild_config.yaml",
              read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
   const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
@@ -175,7 +175,8 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  bn:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"
                                           "  bnrelu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n");
-  write_text(tmp / "nets" / "resnet18_r32.onnx", zoo::build("resnet18", 32, 0.25).model.SerializeAsString());
+  // DenseNet's BNs read concats, so the exporter keeps them.
+  write_text(tmp / "nets" / "densenet121_r32.onnx", networks::build("densenet121", 32, 0.25).model.SerializeAsString());
   write_text(ws / "configs" / "predictorbuild_config.yaml",
              read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
   const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
@@ -190,12 +191,75 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
 }
 
+// CALIBRATION_NETWORKS: the build measures them once its kernels are trained and writes the composition term
+// into the predictor folder; predict uses it with no flag, and a rerun measures nothing again.
+TEST(BuildCli, CalibrationNetworksMakeTheBuildCalibrateItself) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 12\n    ITERATION: 1\n"
+                                          "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 12\n    ITERATION: 1\n");
+  write_text(ws / "configs" / "ruletest_config.yaml", "BASIC_TESTCASES: [conv_relu]\nOTHER_TESTCASES: []\n");
+  for (const char* arch : {"mobilenet_v2", "resnet18", "mnasnet1_0"})
+    write_text(tmp / "cal" / (std::string(arch) + ".onnx"), networks::build(arch, 64, 0.5).model.SerializeAsString());
+  const std::string config = read_text(ws / "configs" / "predictorbuild_config.yaml");
+  write_text(ws / "configs" / "predictorbuild_config.yaml", config + "CALIBRATION_NETWORKS: [../cal]\n");
+  const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu",
+                                          "--predictor-name", "calibrated"};
+  const CliResult built = run_cli(build, tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  const fs::path folder = ws / "predictor_build" / "predictor";
+  ASSERT_TRUE(fs::exists(folder / "composition.json")) << built.out;
+  EXPECT_TRUE(contains(built.out, "Calibrating the composition term on the 3 CALIBRATION_NETWORKS")) << built.out;
+  EXPECT_TRUE(contains(built.out, "composition: ")) << built.out;
+  EXPECT_EQ(io::load_json_file(folder / "composition.json")["calibration"]["models"], 3);
+  const fs::path journal = ws / "predictor_build" / "calibration" / "journal.jsonl";
+  const size_t measured = count_lines(journal);
+  EXPECT_GE(measured, 6u);  // 3 networks x 2 repeats
+  ASSERT_EQ(run_cli({"register", "--predictor", (folder / "meta.yaml").string()}, tmp / "home").exit_code, 0);
+  const CliResult predicted =
+      run_cli({"predict", "--predictor", "calibrated", "--onnx", (tmp / "cal" / "resnet18.onnx").string(), "--json"}, tmp / "home");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  const Json p = Json::parse(predicted.out).begin().value();
+  EXPECT_NE(p["composition_factor"].get<double>(), 1.0) << predicted.out;  // 1 without a term
+  EXPECT_NE(p["latency_ms"].get<double>(), p["kernels_ms"].get<double>()) << predicted.out;
+  const CliResult again = run_cli(build, tmp / "home");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(count_lines(journal), measured);
+
+  // Bad entries and too few networks stop the build before anything is measured.
+  fs::remove(tmp / "cal" / "mnasnet1_0.onnx");
+  for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
+           {"[../cal]", "CALIBRATION_NETWORKS names 2 networks; the composition term needs at least 3"},
+           {"[imagenet]", "CALIBRATION_NETWORKS entry imagenet is neither a network set"}}) {
+    TempDir other;
+    const fs::path ws2 = make_workspace(other, "  relu:\n    INIT_SAMPLE_NUM: 4\n    ITERATION: 1\n");
+    write_text(ws2 / "configs" / "predictorbuild_config.yaml",
+               read_text(ws2 / "configs" / "predictorbuild_config.yaml") + "CALIBRATION_NETWORKS: " + value + "\n");
+    fs::create_directories(other / "cal");
+    for (const auto& e : fs::directory_iterator(tmp / "cal")) fs::copy_file(e.path(), other / "cal" / e.path().filename());
+    const CliResult bad = run_cli({"build", "--workspace", ws2.string(), "--backend", "onednn_cpu", "--no-ruletest"}, other / "home");
+    EXPECT_NE(bad.exit_code, 0) << value;
+    EXPECT_TRUE(contains(bad.err, message)) << bad.err;
+    EXPECT_FALSE(fs::exists(ws2 / "predictor_build" / "results" / "profiled_relu.json")) << value;
+  }
+  // A builtin set by name is written into the build folder; without fusion rules the build says it cannot calibrate.
+  TempDir named;
+  const fs::path ws3 = make_workspace(named, "  relu:\n    INIT_SAMPLE_NUM: 4\n    ITERATION: 1\n");
+  write_text(ws3 / "configs" / "predictorbuild_config.yaml",
+             read_text(ws3 / "configs" / "predictorbuild_config.yaml") + "CALIBRATION_NETWORKS: [main-job]\n");
+  const CliResult unruled = run_cli({"build", "--workspace", ws3.string(), "--backend", "onednn_cpu", "--no-ruletest"}, named / "home");
+  ASSERT_EQ(unruled.exit_code, 0) << unruled.err;
+  EXPECT_TRUE(fs::exists(ws3 / "predictor_build" / "networks" / "main-job" / "resnet18_r224_w1.onnx"));
+  EXPECT_TRUE(contains(unruled.out + unruled.err, "CALIBRATION_NETWORKS: not calibrated")) << unruled.out << unruled.err;
+  EXPECT_FALSE(fs::exists(ws3 / "predictor_build" / "predictor" / "composition.json"));
+}
+
 TEST(BuildCli, SampleModelsThatCannotBeReadFailBeforeAnyWork) {
   TempDir tmp;
   write_text(tmp / "nets" / "broken.onnx", "not an onnx model");
   write_text(tmp / "empty" / "notes.txt", "no networks here");
   for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
-           {"[../missing]", "SAMPLE_MODELS entry " + (tmp / "ws" / ".." / "missing").string() + " is not a file or folder"},
+           {"[../missing]", "SAMPLE_MODELS entry ../missing is neither a network set (nn-meter networks list) nor a file "
+                            "or folder (relative paths start at the workspace folder " + (tmp / "ws").string()},
            {"[../empty]", "SAMPLE_MODELS folder " + (tmp / "ws" / ".." / "empty").string() + " holds no .onnx file"},
            {"[../nets]", "broken.onnx"}}) {
     SCOPED_TRACE(value);

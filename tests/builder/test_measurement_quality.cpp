@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "common/io.h"
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "nnmeter/builder.h"
 #include "nnmeter/registry.h"
 #include "support/plugin_fixtures.h"
@@ -81,7 +81,7 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
   EXPECT_FALSE(contains(quiet_run.out, "measurement:")) << quiet_run.out;
 
   // predict says so whenever it loads the noisy predictor, and says nothing of the quiet one.
-  onnxgen::Builder b("relu");
+  networks::LayerBuilder b("relu");
   b.output(b.relu(b.input("x", {1, 16, 8, 8})));
   b.save(tmp / "relu.onnx");
   for (const std::string name : {"noisy", "quiet"}) {

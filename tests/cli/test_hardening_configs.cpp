@@ -77,8 +77,8 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
                        {"WIDTH_MULTIPLIERS: [0.5, 0]", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4], got [0.5,0]"},
                        {"WIDTH_MULTIPLIERS: 1.0", "WIDTH_MULTIPLIERS must be a non-empty list of numbers in [0.1, 4]"},
-                       {"SAMPLE_MODELS: models", "SAMPLE_MODELS must be a list of paths (files or folders), got \"models\""},
-                       {"SAMPLE_MODELS: [a, 3]", "SAMPLE_MODELS must be a list of paths"}},
+                       {"SAMPLE_MODELS: models", "SAMPLE_MODELS must be a list of network sets (nn-meter networks list) or paths (files or folders), got \"models\""},
+                       {"SAMPLE_MODELS: [a, 3]", "SAMPLE_MODELS must be a list of network sets"}},
                       sample_fc());
   // DETAIL is only read after profiling; `build` must refuse it before sampling anything.
   expect_each_refused("predictorbuild_config.yaml", {{"DETAIL: maybe", "DETAIL"}}, build_fc());

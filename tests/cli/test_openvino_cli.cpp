@@ -3,7 +3,7 @@
 // profile measures through the protocol, --dry-run prints the command.
 #include <sys/stat.h>
 
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "support/cli_expect.h"
 
 namespace nnmeter::test {
@@ -16,7 +16,7 @@ struct Openvino {
     fs::create_directories(bin);
     fs::copy_file(fs::path(NNMETER_SOURCE_DIR) / "tests/backends/fake_benchmark_app.sh", bin / "benchmark_app");
     ::chmod((bin / "benchmark_app").c_str(), 0755);
-    onnxgen::Builder b("relu");
+    networks::LayerBuilder b("relu");
     b.output(b.relu(b.input("x", {1, 4, 8, 8})));
     b.save(onnx);
   }

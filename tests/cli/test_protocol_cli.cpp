@@ -2,7 +2,7 @@
 // process, each shown, then the label; the protocol's keys are flags and config keys of every backend.
 #include <gtest/gtest.h>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "common/io.h"
 #include "nnmeter/latency.h"
 #include "support/test_support.h"
@@ -12,7 +12,7 @@ namespace {
 
 class ProtocolCli : public ::testing::Test {
  protected:
-  void SetUp() override { write_text(model, zoo::build("mobilenet_v2", 32).model.SerializeAsString()); }
+  void SetUp() override { write_text(model, networks::build("mobilenet_v2", 32).model.SerializeAsString()); }
   TempDir tmp;
   const fs::path model = tmp / "mbv2.onnx";
   const std::vector<std::string> quick = {"--warmup-runs", "0", "--num-runs", "2", "--num-rounds", "1",

@@ -3,7 +3,7 @@
 // (tests/backends/fake_adb.sh), --dry-run prints the commands, check-env and --list-backends show them.
 #include <sys/stat.h>
 
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "nnmeter/kernel.h"
 #include "support/cli_expect.h"
 
@@ -104,7 +104,7 @@ TEST(TfliteCli, ConvertWritesTflite) {
 
 TEST(TfliteCli, UnsupportedOpIsNamedAndNothingIsWritten) {
   Phone p;
-  onnxgen::Builder b("tanh");
+  networks::LayerBuilder b("tanh");
   b.output(b.node("Tanh", {b.relu(b.input("x", {1, 4, 8, 8}))}, {1, 4, 8, 8}));
   const fs::path model = p.dir / "tanh.onnx";
   b.save(model);

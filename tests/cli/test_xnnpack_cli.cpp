@@ -2,7 +2,7 @@
 // console tool converts, runs (TensorProto .pb in and out) and profiles a model; an unsupported op is one line.
 #include <algorithm>
 
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "nnmeter/kernel.h"
 #include "onnx_io/tensor_file.h"
 #include "support/cli_expect.h"
@@ -59,7 +59,7 @@ TEST(XnnpackCli, ConvertsRunsAndProfiles) {
 
 TEST(XnnpackCli, AnOpWithoutALoweringIsOneLine) {
   TempDir home, dir;
-  onnxgen::Builder b("erf");
+  networks::LayerBuilder b("erf");
   b.output(b.node("Erf", {b.input("x", {1, 4, 8, 8})}, {1, 4, 8, 8}));
   b.save(dir / "erf.onnx");
   const CliResult r = run_cli({"backend", "xnnpack_cpu", "convert", "--onnx-path", (dir / "erf.onnx").string(), "--work-dir",

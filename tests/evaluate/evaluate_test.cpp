@@ -9,7 +9,7 @@
 #include <set>
 #include <sstream>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "nnmeter/evaluate.h"
 #include "prediction/prediction_fixtures.h"
 
@@ -25,8 +25,8 @@ class EvaluateCli : public ::testing::Test {
     make_predictor_folder(predictor(), {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu"},
                           rules_json({"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu"}));
     fs::create_directories(*root_ / "models");
-    write_text(models() / "mobilenet_v2_r32_w1.0.onnx", zoo::build("mobilenet_v2", 32).model.SerializeAsString());
-    write_text(models() / "resnet18_r32.onnx", zoo::build("resnet18", 32).model.SerializeAsString());
+    write_text(models() / "mobilenet_v2_r32_w1.0.onnx", networks::build("mobilenet_v2", 32).model.SerializeAsString());
+    write_text(models() / "resnet18_r32.onnx", networks::build("resnet18", 32).model.SerializeAsString());
     write_text(models() / "zz_broken.onnx", "not an onnx model");
     write_text(quick(), kQuick);
   }
@@ -225,7 +225,7 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   fs::copy(predictor(), folder, fs::copy_options::recursive);
   fs::create_directories(cal);
   for (const char* name : {"mobilenet_v2_r32_w1.0.onnx", "resnet18_r32.onnx"}) fs::copy_file(models() / name, cal / name);
-  write_text(cal / "mobilenet_v1_r32.onnx", zoo::build("mobilenet_v1", 32).model.SerializeAsString());
+  write_text(cal / "mobilenet_v1_r32.onnx", networks::build("mobilenet_v1", 32).model.SerializeAsString());
   const auto run = [&](const std::string& command, const std::vector<std::string>& extra) {
     std::vector<std::string> args = {command, "--predictor", folder.string(), "--onnx", cal.string(), "--config",
                                      quick().string(), "--work-dir", dir.string(), "--repeats", "2"};
@@ -304,8 +304,8 @@ TEST_F(EvaluateCli, CalibrateOnFitsTheTermInTheSameOrderAndPredictsWithIt) {
   fs::create_directories(cal);
   fs::create_directories(eval);
   for (const char* name : {"mobilenet_v2_r32_w1.0.onnx", "resnet18_r32.onnx"}) fs::copy_file(models() / name, cal / name);
-  write_text(cal / "mobilenet_v1_r32.onnx", zoo::build("mobilenet_v1", 32).model.SerializeAsString());
-  write_text(eval / "mobilenet_v2_r40.onnx", zoo::build("mobilenet_v2", 40).model.SerializeAsString());
+  write_text(cal / "mobilenet_v1_r32.onnx", networks::build("mobilenet_v1", 32).model.SerializeAsString());
+  write_text(eval / "mobilenet_v2_r40.onnx", networks::build("mobilenet_v2", 40).model.SerializeAsString());
   const auto run = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"--predictor", folder.string(), "--config", quick().string(), "--repeats", "2"};
     args.insert(args.begin(), extra.begin(), extra.end());

@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "prediction/onnx_model.h"
 #include "common/io.h"
 #include "prediction/prediction_fixtures.h"
@@ -26,7 +26,7 @@ TEST(Composition, FootprintCountsEveryOutputAndWeightAsFloat32) {
   EXPECT_DOUBLE_EQ(model_footprint_mb(ir), elements * 4 / 1e6);
   // A real network: grows with resolution (activations) and with width (weights and activations).
   const auto fp = [](const char* arch, int64_t res, double width) {
-    return model_footprint_mb(onnx_to_ir(zoo::build(arch, res, width).model, arch));
+    return model_footprint_mb(onnx_to_ir(networks::build(arch, res, width).model, arch));
   };
   EXPECT_GT(fp("mobilenet_v2", 128, 1.0), fp("mobilenet_v2", 96, 1.0));
   EXPECT_GT(fp("mobilenet_v2", 96, 1.4), fp("mobilenet_v2", 96, 1.0));
@@ -239,7 +239,7 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
   const fs::path folder = dir / "tiny";
   test::make_predictor_folder(folder, {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu"},
                               test::rules_json({"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu"}));
-  const ModelIr ir = onnx_to_ir(zoo::build("mobilenet_v2", 64).model, "mobilenet_v2");
+  const ModelIr ir = onnx_to_ir(networks::build("mobilenet_v2", 64).model, "mobilenet_v2");
   const ModelPrediction plain = LatencyPredictor::from_folder(folder).predict_ir(ir);
   EXPECT_FALSE(LatencyPredictor::from_folder(folder).composition());
   EXPECT_EQ(plain.composition_factor, 1);

@@ -13,11 +13,11 @@
 namespace nnmeter::test {
 namespace {
 
-using onnxgen::attr;
+using networks::attr;
 
 // conv (group 2) → relu → maxpool, every attribute explicit.
 onnx::ModelProto conv_pool_model() {
-  onnxgen::Builder b("hostile");
+  networks::LayerBuilder b("hostile");
   const std::string x = b.input("x", {1, 8, 16, 16});
   b.output(b.maxpool(b.relu(b.conv(x, 8, 3, 1, -1, 2)), 2, 2));
   return b.model();
@@ -54,7 +54,7 @@ void expect_error(const onnx::ModelProto& m, const std::string& expected, const 
 }
 
 onnx::ModelProto relu_chain(int length, const std::vector<std::pair<int, std::string>>& names = {}) {
-  onnxgen::Builder b("chain");
+  networks::LayerBuilder b("chain");
   std::string x = b.input("x", {1, 8, 4, 4});
   for (int i = 0; i < length; ++i) x = b.relu(x);
   b.output(x);
@@ -114,7 +114,7 @@ TEST(OnnxHardening, WindowsMustMatchTheirAttributesAndInputRank) {
 
   // A 3-D weight window (no kernel_shape) behind a Relu, so only the input's rank is wrong: our own shape
   // inference stops instead of handing the node to ONNX's.
-  onnxgen::Builder b("hostile");
+  networks::LayerBuilder b("hostile");
   b.output(b.relu(b.conv(b.relu(b.input("x", {1, 8, 16, 16})), 8, 3, 1, -1, 1)));
   onnx::ModelProto deep = b.model();
   onnx::NodeProto& conv = node_of(deep, "Conv");
@@ -146,7 +146,7 @@ TEST(OnnxHardening, ZeroSizedTensorsAreRejected) {
   input_shape(input).mutable_dim(2)->set_dim_value(0);
   expect_error(input, "input 'x' of hostile.onnx has shape [1,8,0,16]: every dim must be >= 1", "zero-sized input");
   // An empty slice in the middle of the graph: only ONNX's inference knows Slice, and it accepts it.
-  onnxgen::Builder b("slice");
+  networks::LayerBuilder b("slice");
   const std::string x = b.input("x", {1, 8, 4, 4});
   const std::string empty = b.node("Slice", {x, b.constant_ints({2}), b.constant_ints({2}), b.constant_ints({1})}, {1, 0, 4, 4});
   b.output(b.relu(empty));
@@ -155,14 +155,14 @@ TEST(OnnxHardening, ZeroSizedTensorsAreRejected) {
 
 // What the engines refuse, prediction refuses too (ONNX 1.12 lets Gemm and Reshape through).
 TEST(OnnxHardening, OperandsMustFitAsTheEnginesCheck) {
-  onnxgen::Builder gemm("hostile");
+  networks::LayerBuilder gemm("hostile");
   gemm.output(gemm.node("Gemm", {gemm.input("x", {1, 16}), gemm.random_weights({10, 8}, 0.1f)}, {1, 10},
                         {attr("transB", int64_t{1})}));
   expect_error(gemm.model(), "the inner dims of [1,16] and [10,8] differ (16 and 8)", "gemm");
-  onnxgen::Builder matmul("hostile");
+  networks::LayerBuilder matmul("hostile");
   matmul.output(matmul.node("MatMul", {matmul.input("x", {1, 4, 16}), matmul.random_weights({8, 10}, 0.1f)}, {1, 4, 10}));
   expect_error(matmul.model(), "MatMul_1): [ShapeInferenceError] Incompatible dimensions", "matmul");  // ONNX checks this one
-  onnxgen::Builder reshape("hostile");
+  networks::LayerBuilder reshape("hostile");
   reshape.output(reshape.node("Reshape", {reshape.input("x", {1, 16}), reshape.constant_ints({1, 15})}, {1, 15}));
   expect_error(reshape.model(), "reshapes 16 elements [1,16] into 15 elements [1,15]", "reshape");
 }
@@ -221,7 +221,7 @@ TEST(OnnxHardening, NodeCountIsLimited) {
 // Ops only ONNX's inference knows are checked against their schemas first: its inference functions
 // assume the input counts the schema declares.
 TEST(OnnxHardening, NodesOutsideTheirSchemaAreRejectedBeforeOnnxInference) {
-  onnxgen::Builder b("schema");
+  networks::LayerBuilder b("schema");
   const std::string x = b.input("x", {1, 8, 4, 4});
   b.output(b.relu(b.node("Slice", {x}, {1, 8, 4, 4})));
   onnx::ModelProto m = b.model();
@@ -234,7 +234,7 @@ TEST(OnnxHardening, NodesOutsideTheirSchemaAreRejectedBeforeOnnxInference) {
 TEST(OnnxHardening, SubgraphsAreCheckedToo) {
   onnx::ModelProto inner = conv_pool_model();
   set_attr(node_of(inner, "Conv"), attr("strides", std::vector<int64_t>{0, 0}));
-  onnxgen::Builder b("outer");
+  networks::LayerBuilder b("outer");
   const std::string x = b.input("x", {1, 8, 16, 16});
   onnx::ModelProto m = b.model();
   auto* cond = m.mutable_graph()->add_initializer();

@@ -2,14 +2,14 @@
 #include <cmath>
 
 #include "prediction/onnx_model.h"
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "nnmeter/registry.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter {
 namespace {
 
-using onnxgen::Builder;
+using networks::LayerBuilder;
 using test::error_of;
 
 const std::vector<std::string> kKernels = {"conv-bn-relu", "dwconv-bn-relu", "fc", "global-avgpool", "add", "relu", "se",
@@ -39,7 +39,7 @@ const KernelPrediction& with_op(const ModelPrediction& p, const std::string& op)
 
 TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
-  const auto zm = zoo::build("mobilenet_v2", 96);
+  const auto zm = networks::build("mobilenet_v2", 96);
   const ModelPrediction p = predictor.predict_ir(onnx_to_ir(zm.model, "mobilenet_v2"));
   EXPECT_TRUE(p.uncovered.empty());
   double sum = 0;
@@ -57,8 +57,8 @@ TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
   EXPECT_GT(p.latency_ms, 0);
   // Clipped relus use the relu predictors of their family, and say so.
   const auto& first = p.kernels.front();
-  EXPECT_EQ(first.op, "conv-bn-relu6");
-  EXPECT_EQ(first.kernel, "conv-bn-relu6");
+  EXPECT_EQ(first.op, "conv-relu6");  // the exporter folded the BN
+  EXPECT_EQ(first.kernel, "conv-relu6");
   EXPECT_EQ(first.predictor_kernel, "conv-bn-relu");
   EXPECT_NE(first.note.find("conv-bn-relu"), std::string::npos);
   EXPECT_EQ(with_op(p, "globalavgpool").config["HW"], 3);  // 96 / 32: the real input size
@@ -67,7 +67,7 @@ TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
 TEST(Predict, FileMemoryAndIrJsonAgree) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
   test::TempDir dir;
-  const auto zm = zoo::build("mobilenet_v3_large", 64);
+  const auto zm = networks::build("mobilenet_v3_large", 64);
   const fs::path file = dir / "mbv3.onnx";
   test::write_text(file, zm.model.SerializeAsString());
   const double from_file = predictor.predict_file(file).latency_ms;
@@ -82,11 +82,11 @@ TEST(Predict, FileMemoryAndIrJsonAgree) {
 
 TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
-  Builder b("grouped");
+  LayerBuilder b("grouped");
   b.output(b.relu(b.conv_bn(b.input("x", {1, 64, 28, 28}), 128, 3, 1, 8)));
   const ModelPrediction grouped = predictor.predict_ir(onnx_to_ir(b.model(), "grouped"));
   ASSERT_EQ(grouped.kernels.size(), 1u);
-  Builder one("one");
+  LayerBuilder one("one");
   one.output(one.relu(one.conv_bn(one.input("x", {1, 8, 28, 28}), 16, 3)));
   const ModelPrediction single = predictor.predict_ir(onnx_to_ir(one.model(), "one"));
   EXPECT_DOUBLE_EQ(grouped.latency_ms, 8 * single.latency_ms);
@@ -96,7 +96,7 @@ TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
 
 TEST(Predict, ElementwiseOpsAreCoveredAndLayoutOpsAreFree) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
-  Builder b("ew");
+  LayerBuilder b("ew");
   const auto x = b.input("x", {1, 16, 8, 8});
   const auto y = b.mul(b.sigmoid(x), b.relu(x));
   b.output(b.flatten(y));
@@ -113,9 +113,9 @@ TEST(Predict, ElementwiseOpsAreCoveredAndLayoutOpsAreFree) {
 TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
   const Folder folder({"conv-bn-relu"}, test::rules_json({"BF_conv_bn", "BF_conv_relu"}));
   const auto predictor = LatencyPredictor::from_folder(folder.path);
-  Builder b("gap");
-  const auto x = b.relu(b.conv_bn(b.input("x", {1, 8, 8, 8}), 16, 3));
-  const auto t = b.node("Transpose", {x}, {1, 8, 8, 16}, {onnxgen::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+  LayerBuilder b("gap");
+  const auto x = b.relu(b.conv_batchnorm(b.input("x", {1, 8, 8, 8}), 16, 3));
+  const auto t = b.node("Transpose", {x}, {1, 8, 8, 16}, {networks::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
   b.output(b.flatten(b.global_avgpool(t)));
   const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "gap"));
   ASSERT_EQ(p.uncovered.size(), 3u);  // Transpose, GlobalAveragePool + Flatten
@@ -130,7 +130,7 @@ TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
 // An exported EfficientNet block (BN folded, SiLU as Sigmoid·Mul): with the swish kernel it is predicted by its
 // own regressor; without it by conv-bn-relu's, and the prediction says so.
 TEST(Predict, StandInsAreNamedPerModel) {
-  Builder b("silu");
+  LayerBuilder b("silu");
   b.output(b.swish(b.conv(b.input("x", {1, 8, 16, 16}), 16, 3)));
   const Json rules = test::rules_json({"BF_conv_swish"});
   const Folder own({"conv-bn-swish", "conv-bn-relu"}, rules);
@@ -145,6 +145,25 @@ TEST(Predict, StandInsAreNamedPerModel) {
   EXPECT_TRUE(with_op(q, "conv-swish").stand_in);
   EXPECT_EQ(q.stand_ins(), (std::map<std::string, size_t>{{"conv-bn-swish -> conv-bn-relu", 1}}));
   EXPECT_EQ(q.to_json()["stand_ins"], Json({{"conv-bn-swish -> conv-bn-relu", 1}}));
+}
+
+// A conv whose BN the exporter folded is conv-relu; on a backend that fuses conv and bn (its rule obeyed)
+// conv-bn-relu costs the same, so its regressor is conv-relu's own, not a stand-in. Without the rule it is one.
+TEST(Predict, FoldedBnUsesTheBnKernelWhereTheBackendFusesBn) {
+  LayerBuilder b("folded");
+  b.output(b.relu(b.conv_bn(b.input("x", {1, 8, 16, 16}), 16, 3)));
+  const Folder fused({"conv-bn-relu"}, test::rules_json({"BF_conv_bn", "BF_conv_relu"}));
+  const ModelPrediction p = LatencyPredictor::from_folder(fused.path).predict_ir(onnx_to_ir(b.model(), "folded"));
+  EXPECT_EQ(with_op(p, "conv-relu").kernel, "conv-relu");
+  EXPECT_EQ(with_op(p, "conv-relu").predictor_kernel, "conv-bn-relu");
+  EXPECT_FALSE(with_op(p, "conv-relu").stand_in);
+  EXPECT_NE(with_op(p, "conv-relu").note.find("fuses BN into the conv"), std::string::npos);
+  EXPECT_TRUE(p.stand_ins().empty());
+
+  const Folder apart({"conv-bn-relu"}, test::rules_json({"BF_conv_relu"}));
+  const ModelPrediction q = LatencyPredictor::from_folder(apart.path).predict_ir(onnx_to_ir(b.model(), "folded"));
+  EXPECT_TRUE(with_op(q, "conv-relu").stand_in);
+  EXPECT_EQ(q.stand_ins(), (std::map<std::string, size_t>{{"conv-relu -> conv-bn-relu", 1}}));
 }
 
 TEST(Predict, PredictorWithoutFusionRulesIsAnError) {

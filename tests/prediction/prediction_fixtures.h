@@ -8,7 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "prediction/onnx_model.h"
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 #include "common/io.h"
 #include "nnmeter/prediction.h"
 #include "support/test_support.h"

@@ -1,14 +1,14 @@
 // The project's own shape inference against ONNX's (with data propagation), which it replaces for the ops
 // it knows and falls back to for everything else.
 #include "prediction/onnx_model.h"
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 #include "prediction/internal.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter {
 namespace {
 
-using onnxgen::Builder;
+using networks::LayerBuilder;
 
 // Every shape ONNX infers, inferred the same; nullopt-free (the zoo needs no fallback).
 void expect_same_as_onnx(const onnx::ModelProto& model, const std::string& label) {
@@ -29,13 +29,13 @@ void expect_same_as_onnx(const onnx::ModelProto& model, const std::string& label
 }
 
 TEST(ShapeInference, EqualsOnnxOverTheModelZoo) {
-  for (const auto& name : zoo::model_names())
+  for (const auto& name : networks::architectures())
     for (auto [res, width] : std::vector<std::pair<int64_t, double>>{{224, 0.25}, {113, 0.5}})
-      expect_same_as_onnx(zoo::build(name, res, width).model, name + "@" + std::to_string(res));
+      expect_same_as_onnx(networks::build(name, res, width).model, name + "@" + std::to_string(res));
 }
 
 TEST(ShapeInference, CeilModeAndPaddedPoolingEqualOnnx) {
-  Builder b("pools");
+  LayerBuilder b("pools");
   auto x = b.input("x", {1, 8, 17, 17});
   x = b.maxpool(x, 3, 2, 0, true);
   x = b.avgpool(x, 3, 2, 1, true, true);
@@ -45,12 +45,12 @@ TEST(ShapeInference, CeilModeAndPaddedPoolingEqualOnnx) {
 }
 
 TEST(ShapeInference, AutoPadIsInferredDirectly) {
-  Builder b("same_pad");
+  LayerBuilder b("same_pad");
   b.output(b.conv(b.input("x", {1, 3, 15, 15}), 4, 3, 2));
   onnx::ModelProto m = b.model();
   auto& attrs = *m.mutable_graph()->mutable_node(0)->mutable_attribute();
   for (auto& a : attrs)
-    if (a.name() == "pads") a = onnxgen::attr("auto_pad", std::string("SAME_UPPER"));
+    if (a.name() == "pads") a = networks::attr("auto_pad", std::string("SAME_UPPER"));
   const auto order = prediction::topological_nodes(m.graph(), "same_pad");
   const auto direct = prediction::infer_shapes_directly(m.graph(), order);
   ASSERT_TRUE(direct.has_value());
@@ -59,9 +59,9 @@ TEST(ShapeInference, AutoPadIsInferredDirectly) {
 }
 
 TEST(ShapeInference, WhatItDoesNotHandleFallsBackToOnnx) {
-  Builder b("lrn");
+  LayerBuilder b("lrn");
   const auto x = b.input("x", {1, 3, 15, 15});
-  b.output(b.node("LRN", {x}, {1, 3, 15, 15}, {onnxgen::attr("size", int64_t{3})}));
+  b.output(b.node("LRN", {x}, {1, 3, 15, 15}, {networks::attr("size", int64_t{3})}));
   const onnx::ModelProto m = b.model();
   const auto order = prediction::topological_nodes(m.graph(), "lrn");
   EXPECT_FALSE(prediction::infer_shapes_directly(m.graph(), order).has_value());

@@ -18,10 +18,11 @@ import tempfile
 
 LAYERS = [
     ["cli", "worker"],
-    ["builder", "evaluate"],
+    ["builder"],
+    ["evaluate"],
     ["fusion", "regressors", "workspace"],
     ["prediction", "profiling", "sampling", "backends"],
-    ["detection", "registry", "kernels"],
+    ["detection", "registry", "kernels", "networks"],
     ["onnx_io"],
     ["common"],
 ]

@@ -25,7 +25,7 @@ const std::set<std::string> kExportable = {
     "Conv",    "BatchNormalization", "Relu",      "Clip",      "Sigmoid", "HardSigmoid", "HardSwish",
     "Add",     "Sub",                "Mul",       "Div",       "MaxPool", "AveragePool", "GlobalAveragePool",
     "ReduceMean", "Gemm",            "MatMul",    "Flatten",   "Reshape", "Squeeze",     "Unsqueeze",
-    "Transpose", "Concat",           "Split",     "Pad",       "Softmax", "Dropout",     "Identity"};
+    "Transpose", "Concat",           "Split",     "Slice",     "Pad",     "Softmax",     "Dropout",   "Identity"};
 
 // Ops that only ever appear in load-time subgraphs (shape arithmetic, constants): folded before export.
 const std::set<std::string> kFoldOnly = {"Constant", "Shape", "Size", "Gather", "Slice", "Cast", "Range",
@@ -261,6 +261,7 @@ class Exporter {
     if (op == "Transpose") return transpose(n);
     if (op == "Concat") return concat(n);
     if (op == "Split") return split(n);
+    if (op == "Slice") return slice(n);
     if (op == "Pad") return pad(n);
     if (op == "Softmax") return softmax(n);
     refs_[n.output(0)] = ref(n.input(0));  // Dropout, Identity: the same tensor
@@ -650,6 +651,30 @@ class Exporter {
     else
       add_op(tfl::BuiltinOperator_SPLIT_V, {in.tensor, const_i32("sizes", sizes), const_i32("axis", {axis}, {})}, outs,
              tfl::BuiltinOptions_SplitVOptions, tfl::CreateSplitVOptions(fbb_, count).Union());
+  }
+
+  // A Slice of a computed tensor with constant bounds and step 1 (ShuffleNetV2's chunk as exported): SLICE.
+  void slice(const onnx::NodeProto& n) {
+    const Ref in = ref(n.input(0));
+    auto ints = [&](int i) {
+      if (n.input_size() <= i || n.input(i).empty()) return std::vector<int64_t>{};
+      if (!is_const(n.input(i))) fail(n, "only constant bounds are exported");
+      return value(n.input(i)).constant->to_ints();
+    };
+    if (n.input_size() < 3) fail(n, "a Slice before opset 10 is not exported");
+    const auto axes = onnx_io::slice_axes(in.shape, ints(1), ints(2), ints(3), ints(4));
+    if (!axes) fail(n, "its starts, ends, axes and steps do not check out");
+    if (std::any_of(axes->step.begin(), axes->step.end(), [](int64_t s) { return s != 1; }))
+      fail(n, "only step 1 is exported (SLICE)");
+    std::vector<int32_t> begin(in.shape.size()), size(in.shape.size());
+    for (size_t a = 0; a < in.shape.size(); ++a) {
+      const auto s = static_cast<size_t>(stored_axis(n, in, static_cast<int64_t>(a)));
+      begin[s] = static_cast<int32_t>(axes->begin[a]);
+      size[s] = static_cast<int32_t>(axes->out[a]);
+    }
+    const Ref& r = define(n.output(0), in.nonnegative);
+    add_op(tfl::BuiltinOperator_SLICE, {in.tensor, const_i32("begin", begin), const_i32("size", size)}, {r.tensor},
+           tfl::BuiltinOptions_SliceOptions, tfl::CreateSliceOptions(fbb_).Union());
   }
 
   void pad(const onnx::NodeProto& n) {

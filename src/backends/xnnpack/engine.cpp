@@ -320,6 +320,7 @@ struct Engine::Impl {
         case tfl::BuiltinOperator_CONCATENATION: concat(op, name, in, out[0]); break;
         case tfl::BuiltinOperator_SPLIT: split(name, arg(1), ints(arg(0), name, out[0]), out); break;
         case tfl::BuiltinOperator_SPLIT_V: split(name, arg(0), ints(arg(2), name, out[0]), out); break;
+        case tfl::BuiltinOperator_SLICE: slice(name, arg(0), ints(arg(1), name, out[0]), ints(arg(2), name, out[0]), out[0]); break;
         case tfl::BuiltinOperator_RESHAPE: reshape(name, arg(0), out[0]); break;
         case tfl::BuiltinOperator_TRANSPOSE:
           if (!channel_shuffle(o)) transpose(name, arg(0), ints(arg(1), name, out[0]), out[0]);
@@ -327,7 +328,7 @@ struct Engine::Impl {
         default:
           fail_op(name, out[0], "op has no XNNPACK lowering (supported: CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED, ADD, SUB, "
                                 "MUL, LOGISTIC, HARD_SWISH, RELU, RELU6, SOFTMAX, MAX_POOL_2D, AVERAGE_POOL_2D, MEAN, PAD, "
-                                "CONCATENATION, SPLIT, SPLIT_V, RESHAPE, TRANSPOSE)");
+                                "CONCATENATION, SPLIT, SPLIT_V, SLICE, RESHAPE, TRANSPOSE)");
       }
     }
     if (!pending_pads.empty()) fail("a PAD folded into a convolution has no convolution reading it");
@@ -749,6 +750,27 @@ struct Engine::Impl {
       offset += width;
     }
     need(offset == in_width, name, outs[0], "output shapes do not split the input");
+  }
+
+  // SLICE of one axis, the others whole (a chunk of channels): a region copy, as split.
+  void slice(const std::string& name, int x, const std::vector<int32_t>& begin, const std::vector<int32_t>& size, int out) {
+    const Shape& xs = slot(x).shape;
+    need(begin.size() == xs.size() && size.size() == xs.size() && slot(out).shape.size() == xs.size(), name, out,
+         "begin and size must have the input's rank");
+    size_t axis = xs.size();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t len = size[i] == -1 ? xs[i] - begin[i] : size[i];
+      need(begin[i] >= 0 && len >= 0 && begin[i] + len <= xs[i] && len == slot(out).shape[i], name, out,
+           "begin and size do not fit the input and output");
+      if (len == xs[i]) continue;
+      need(axis == xs.size(), name, out, "only a slice of one axis is lowered");
+      axis = i;
+    }
+    if (axis == xs.size()) return reshape(name, x, out);  // the whole tensor: a copy
+    const auto [rows, in_width] = rows_and_width(xs, axis);
+    const auto [r, width] = rows_and_width(slot(out).shape, axis);
+    const size_t inner = in_width / static_cast<size_t>(xs[axis]);
+    copy(name, ptr(x) + static_cast<size_t>(begin[axis]) * inner, in_width, ptr(out), width, rows, width, out);
   }
 
   // A static reshape is a copy in XNNPACK (its subgraph lowers it to the copy operator).

@@ -1,23 +1,24 @@
-#include "kit/model_zoo.h"
+#include "networks/architectures.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <array>
+#include <cmath>
 #include <functional>
 
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 
-namespace nnmeter::zoo {
+namespace nnmeter::networks {
 
 namespace {
 
-using onnxgen::Builder;
 using S = std::string;
 
-S cbr(Builder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu(b.conv_bn(x, c, k, s, g)); }
-S cbr6(Builder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu6(b.conv_bn(x, c, k, s, g)); }
-S head(Builder& b, const S& x, int64_t classes = 1000) { return b.gemm(b.flatten(b.global_avgpool(x)), classes); }
-int64_t ch(Builder& b, const S& x) { return b.shape(x)[1]; }
+S cbr(LayerBuilder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu(b.conv_bn(x, c, k, s, g)); }
+S cbr6(LayerBuilder& b, const S& x, int64_t c, int64_t k, int64_t s = 1, int64_t g = 1) { return b.relu6(b.conv_bn(x, c, k, s, g)); }
+S head(LayerBuilder& b, const S& x, int64_t classes = 1000) { return b.gemm(b.flatten(b.global_avgpool(x)), classes); }
+int64_t ch(LayerBuilder& b, const S& x) { return b.shape(x)[1]; }
 
 int64_t make_divisible(double v, int64_t d = 8) {
   int64_t n = std::max<int64_t>(d, static_cast<int64_t>(v + d / 2.0) / d * d);
@@ -25,7 +26,7 @@ int64_t make_divisible(double v, int64_t d = 8) {
   return n;
 }
 
-S mobilenet_v1(Builder& b, S x) {
+S mobilenet_v1(LayerBuilder& b, S x) {
   x = cbr(b, x, b.scaled(32), 3, 2);
   const std::vector<std::pair<int64_t, int64_t>> cfg = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1},
                                                         {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
@@ -33,7 +34,7 @@ S mobilenet_v1(Builder& b, S x) {
   return head(b, x);
 }
 
-S mobilenet_v2(Builder& b, S x) {
+S mobilenet_v2(LayerBuilder& b, S x) {
   x = cbr6(b, x, b.scaled(32), 3, 2);
   const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   for (const auto& r : cfg)
@@ -46,7 +47,7 @@ S mobilenet_v2(Builder& b, S x) {
   return head(b, cbr6(b, x, std::max<int64_t>(1280, b.scaled(1280)), 1));
 }
 
-S se_block(Builder& b, const S& x, int64_t squeeze, bool hard) {
+S se_block(LayerBuilder& b, const S& x, int64_t squeeze, bool hard) {
   const int64_t c = ch(b, x);
   S s = b.global_avgpool(x);
   s = b.conv(s, squeeze, 1, 1, 0, 1, true);
@@ -56,7 +57,7 @@ S se_block(Builder& b, const S& x, int64_t squeeze, bool hard) {
   return b.mul(x, s);
 }
 
-S mobilenet_v3_large(Builder& b, S x) {
+S mobilenet_v3_large(LayerBuilder& b, S x) {
   x = b.hardswish(b.conv_bn(x, b.scaled(16), 3, 2));
   struct L { int64_t k, exp, out; bool se, hs; int64_t s; };
   const L cfg[] = {{3, 16, 16, false, false, 1},  {3, 64, 24, false, false, 2},  {3, 72, 24, false, false, 1},
@@ -78,7 +79,7 @@ S mobilenet_v3_large(Builder& b, S x) {
   return b.gemm(x, 1000);
 }
 
-S resnet(Builder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
+S resnet(LayerBuilder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
   x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
   for (size_t stage = 0; stage < blocks.size(); ++stage)
     for (int i = 0; i < blocks[stage]; ++i) {
@@ -91,13 +92,13 @@ S resnet(Builder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
   return head(b, x);
 }
 
-S fire(Builder& b, const S& x, int64_t sq, int64_t e1, int64_t e3) {
+S fire(LayerBuilder& b, const S& x, int64_t sq, int64_t e1, int64_t e3) {
   sq = b.scaled(sq), e1 = b.scaled(e1), e3 = b.scaled(e3);
   const S s = b.relu(b.conv(x, sq, 1, 1, 0, 1, true));
   return b.concat({b.relu(b.conv(s, e1, 1, 1, 0, 1, true)), b.relu(b.conv(s, e3, 3, 1, 1, 1, true))});
 }
 
-S squeezenet(Builder& b, S x) {
+S squeezenet(LayerBuilder& b, S x) {
   x = b.maxpool(b.relu(b.conv(x, b.scaled(64), 3, 2, 0, 1, true)), 3, 2, 0, true);
   x = b.maxpool(fire(b, fire(b, x, 16, 64, 64), 16, 64, 64), 3, 2, 0, true);
   x = b.maxpool(fire(b, fire(b, x, 32, 128, 128), 32, 128, 128), 3, 2, 0, true);
@@ -105,10 +106,20 @@ S squeezenet(Builder& b, S x) {
   return b.flatten(b.global_avgpool(b.relu(b.conv(x, 1000, 1, 1, 0, 1, true))));
 }
 
-S shufflenet_v2(Builder& b, S x) {
+// ShuffleNetV2's stage and last widths: torchvision's for its x0.5, x1.0, x1.5 and x2.0; other widths scale
+// x1.0's to even channel counts.
+std::array<int64_t, 4> shufflenet_widths(double width) {
+  if (width == 0.5) return {48, 96, 192, 1024};
+  if (width == 1.5) return {176, 352, 704, 1024};
+  if (width == 2.0) return {244, 488, 976, 2048};
+  auto even = [&](double c) { return std::max<int64_t>(2, std::llround(c * width / 2) * 2); };
+  return {even(116), even(232), even(464), width > 1.5 ? 2048 : 1024};
+}
+
+S shufflenet_v2(LayerBuilder& b, S x, double width) {
   x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
-  // torchvision's x0.5/x1.5/x2.0 stage widths scale like this too (48/96/192 ... 244/488/976).
-  const int64_t outs[] = {b.scaled(116) / 2 * 2, b.scaled(232) / 2 * 2, b.scaled(464) / 2 * 2};
+  const auto widths = shufflenet_widths(width);
+  const int64_t outs[] = {widths[0], widths[1], widths[2]};
   const int repeats[] = {4, 8, 4};
   for (int st = 0; st < 3; ++st)
     for (int i = 0; i < repeats[st]; ++i) {
@@ -120,16 +131,16 @@ S shufflenet_v2(Builder& b, S x) {
         const S b2 = cbr(b, b.conv_bn(cbr(b, x, bf, 1), bf, 3, 2, bf), bf, 1);
         out = b.concat({b1, b2});
       } else {
-        const auto halves = b.split(x, {bf, bf});
-        const S b2 = cbr(b, b.conv_bn(cbr(b, halves[1], bf, 1), bf, 3, 1, bf), bf, 1);
-        out = b.concat({halves[0], b2});
+        const auto [left, right] = b.chunk2(x);
+        const S b2 = cbr(b, b.conv_bn(cbr(b, right, bf, 1), bf, 3, 1, bf), bf, 1);
+        out = b.concat({left, b2});
       }
       x = b.channel_shuffle(out, 2);
     }
-  return b.gemm(b.reduce_mean_hw(cbr(b, x, std::max<int64_t>(1024, b.scaled(1024)), 1), false), 1000);
+  return b.gemm(b.reduce_mean_hw(cbr(b, x, widths[3], 1), false), 1000);
 }
 
-S mnasnet(Builder& b, S x) {
+S mnasnet(LayerBuilder& b, S x) {
   const int64_t stem = b.scaled(32);
   x = b.conv_bn(cbr(b, cbr(b, x, stem, 3, 2), stem, 3, 1, stem), b.scaled(16), 1);
   const int64_t cfg[][5] = {{3, 3, 2, 3, 24}, {3, 5, 2, 3, 40}, {6, 5, 2, 3, 80}, {6, 3, 1, 2, 96}, {6, 5, 2, 4, 192}, {6, 3, 1, 1, 320}};
@@ -142,13 +153,13 @@ S mnasnet(Builder& b, S x) {
   return b.gemm(b.reduce_mean_hw(cbr(b, x, 1280, 1), false), 1000);
 }
 
-S inception(Builder& b, const S& x, int64_t c1, int64_t c3r, int64_t c3, int64_t c5r, int64_t c5, int64_t pp) {
+S inception(LayerBuilder& b, const S& x, int64_t c1, int64_t c3r, int64_t c3, int64_t c5r, int64_t c5, int64_t pp) {
   c1 = b.scaled(c1), c3r = b.scaled(c3r), c3 = b.scaled(c3), c5r = b.scaled(c5r), c5 = b.scaled(c5), pp = b.scaled(pp);
   return b.concat({cbr(b, x, c1, 1), cbr(b, cbr(b, x, c3r, 1), c3, 3), cbr(b, cbr(b, x, c5r, 1), c5, 3),
                    cbr(b, b.maxpool(x, 3, 1, 1, true), pp, 1)});
 }
 
-S googlenet(Builder& b, S x) {
+S googlenet(LayerBuilder& b, S x) {
   x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 0, true);
   x = b.maxpool(cbr(b, cbr(b, x, b.scaled(64), 1), b.scaled(192), 3), 3, 2, 0, true);
   x = inception(b, inception(b, x, 64, 96, 128, 16, 32, 32), 128, 128, 192, 32, 96, 64);
@@ -163,24 +174,24 @@ S googlenet(Builder& b, S x) {
   return head(b, x);
 }
 
-S densenet121(Builder& b, S x) {
+S densenet121(LayerBuilder& b, S x) {
   x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
   const int blocks[] = {6, 12, 24, 16};
   const int64_t growth = b.scaled(32);
   for (int bi = 0; bi < 4; ++bi) {
     std::vector<S> features{x};
     for (int i = 0; i < blocks[bi]; ++i) {
-      const S in = features.size() == 1 ? features[0] : b.concat(features);
+      const S in = b.concat(features);  // torch.cat of a one-tensor list too, as DenseNet's first layer exports
       const S y = b.conv(cbr(b, b.relu(b.batchnorm(in)), 4 * growth, 1), growth, 3);
       features.push_back(y);
     }
     x = b.concat(features);
-    if (bi < 3) x = b.avgpool(b.conv(b.relu(b.batchnorm(x)), ch(b, x) / 2, 1), 2, 2);
+    if (bi < 3) x = b.padded_avgpool(b.conv(b.relu(b.batchnorm(x)), ch(b, x) / 2, 1), 2, 2);
   }
   return head(b, b.relu(b.batchnorm(x)));
 }
 
-S efficientnet_b0(Builder& b, S x) {
+S efficientnet_b0(LayerBuilder& b, S x) {
   x = b.swish(b.conv_bn(x, b.scaled(32), 3, 2));
   const int64_t cfg[][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
                             {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
@@ -195,32 +206,35 @@ S efficientnet_b0(Builder& b, S x) {
   return head(b, b.swish(b.conv_bn(x, b.scaled(1280), 1)));
 }
 
-// AlexNet as torchvision builds it; the classifier's 9216x4096 Linear makes it memory-bound.
-S alexnet(Builder& b, S x) {
+// AlexNet as torchvision builds it; the classifier's 9216x4096 Linear makes it memory-bound. Its
+// AdaptiveAvgPool2d(6) meets a 6x6 input at 224 and is exported as a 1x1 AveragePool; the classifier is sized
+// for the input resolution.
+S alexnet(LayerBuilder& b, S x) {
   x = b.maxpool(b.relu(b.conv(x, b.scaled(64), 11, 4, 2, 1, true)), 3, 2);
   x = b.maxpool(b.relu(b.conv(x, b.scaled(192), 5, 1, 2, 1, true)), 3, 2);
   for (int64_t c : {384, 256, 256}) x = b.relu(b.conv(x, b.scaled(c), 3, 1, 1, 1, true));
-  x = b.flatten(b.maxpool(x, 3, 2));
+  x = b.flatten(b.avgpool(b.maxpool(x, 3, 2), 1, 1));
   return b.gemm(b.relu(b.gemm(b.relu(b.gemm(x, 4096)), 4096)), 1000);
 }
 
-// VGG-11 with batch norm, torchvision's vgg11_bn; the classifier is sized for the input resolution.
-S vgg11_bn(Builder& b, S x) {
+// VGG-11 with batch norm, torchvision's vgg11_bn; its AdaptiveAvgPool2d(7) is a 1x1 AveragePool as at 224, and
+// the classifier is sized for the input resolution.
+S vgg11_bn(LayerBuilder& b, S x) {
   for (int64_t c : {64, -1, 128, -1, 256, 256, -1, 512, 512, -1, 512, 512, -1})
-    x = c < 0 ? b.maxpool(x, 2, 2) : b.relu(b.batchnorm(b.conv(x, b.scaled(c), 3, 1, 1, 1, true)));
-  return b.gemm(b.relu(b.gemm(b.relu(b.gemm(b.flatten(x), 4096)), 4096)), 1000);
+    x = c < 0 ? b.maxpool(x, 2, 2) : cbr(b, x, b.scaled(c), 3);
+  return b.gemm(b.relu(b.gemm(b.relu(b.gemm(b.flatten(b.avgpool(x, 1, 1)), 4096)), 4096)), 1000);
 }
 
-const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>>& registry() {
-  static const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>> r = {
+const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>>& registry() {
+  static const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>> r = {
       {"mobilenet_v1", mobilenet_v1},
       {"mobilenet_v2", mobilenet_v2},
       {"mobilenet_v3_large", mobilenet_v3_large},
-      {"resnet18", [](Builder& b, S x) { return resnet(b, x, false, {2, 2, 2, 2}); }},
-      {"resnet34", [](Builder& b, S x) { return resnet(b, x, false, {3, 4, 6, 3}); }},
-      {"resnet50", [](Builder& b, S x) { return resnet(b, x, true, {3, 4, 6, 3}); }},
+      {"resnet18", [](LayerBuilder& b, S x) { return resnet(b, x, false, {2, 2, 2, 2}); }},
+      {"resnet34", [](LayerBuilder& b, S x) { return resnet(b, x, false, {3, 4, 6, 3}); }},
+      {"resnet50", [](LayerBuilder& b, S x) { return resnet(b, x, true, {3, 4, 6, 3}); }},
       {"squeezenet1_1", squeezenet},
-      {"shufflenet_v2_x1_0", shufflenet_v2},
+      {"shufflenet_v2_x1_0", [](LayerBuilder& b, S x) { return shufflenet_v2(b, x, b.width()); }},
       {"mnasnet1_0", mnasnet},
       {"googlenet", googlenet},
       {"densenet121", densenet121},
@@ -232,22 +246,25 @@ const std::vector<std::pair<std::string, std::function<S(Builder&, S)>>>& regist
 
 }  // namespace
 
-std::vector<std::string> model_names() {
+std::vector<std::string> architectures() {
   std::vector<std::string> names;
   for (const auto& [name, fn] : registry()) names.push_back(name);
   return names;
 }
 
-ZooModel build(const std::string& name, int64_t resolution, double width) {
-  if (!(width > 0)) throw Error(fmt::format("model width must be > 0, got {}", width));
+Network build(const std::string& name, int64_t resolution, double width) {
+  // The bounds keep every network's weights within memory (VGG's classifier grows with the input's area).
+  if (!(width > 0 && width <= 4)) throw Error(fmt::format("network width must be in (0, 4], got {}", width));
+  if (resolution < 32 || resolution > 512)
+    throw Error(fmt::format("network resolution must be in [32, 512], got {}", resolution));
   for (const auto& [n, fn] : registry()) {
     if (n != name) continue;
-    Builder b(name, 13, 7);
+    LayerBuilder b(name, 13, 7);
     b.set_width(width);
     b.output(fn(b, b.input("input", {1, 3, resolution, resolution})));
     return {name, b.model(), b.flops()};
   }
-  throw Error(fmt::format("unknown model '{}' (known: {})", name, fmt::join(model_names(), ", ")));
+  throw Error(fmt::format("unknown architecture '{}' (known: {})", name, fmt::join(architectures(), ", ")));
 }
 
-}  // namespace nnmeter::zoo
+}  // namespace nnmeter::networks

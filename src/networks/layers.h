@@ -1,7 +1,7 @@
-// The test kit's model builder: layers the way the PyTorch exporter writes them (opset 13, eval mode,
-// fixed-seed random weights), with the shape of every tensor and the FLOPs tracked as it goes. It emits
-// through the library's one ONNX emitter (onnx_io::GraphBuilder). Used by the model zoo, the tests and the
-// benchmarks; not part of libnnmeter.
+// Layers the way torch.onnx.export writes them (opset 13, eval mode, constant folding on; fixed-seed random
+// weights), with the shape of every tensor and the FLOPs tracked as it goes. It emits through the library's
+// one ONNX emitter (onnx_io::GraphBuilder). The reference architectures (architectures.cpp) are written with
+// it; tests use it for small graphs of their own.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -11,11 +11,11 @@
 #include "nnmeter/common.h"
 #include "onnx_io/builder.h"
 
-namespace nnmeter::onnxgen {
+namespace nnmeter::networks {
 
-class Builder {
+class LayerBuilder {
  public:
-  explicit Builder(std::string name, int64_t opset = 13, uint32_t seed = 0);
+  explicit LayerBuilder(std::string name, int64_t opset = 13, uint32_t seed = 0);
 
   std::string input(const std::string& name, const Shape& shape);
   void output(const std::string& value);
@@ -24,7 +24,12 @@ class Builder {
   std::string conv(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t pad = -1,
                    int64_t group = 1, bool bias = false, int64_t dilation = 1);
   std::string batchnorm(const std::string& x);
+  // Conv → BatchNormalization as the exporter writes it: the BN folded into the conv's weights and bias.
   std::string conv_bn(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t group = 1) {
+    return conv(x, cout, k, stride, -1, group, true);
+  }
+  // Conv → BatchNormalization kept apart, as an export without constant folding (or in training mode) writes it.
+  std::string conv_batchnorm(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t group = 1) {
     return batchnorm(conv(x, cout, k, stride, -1, group));
   }
   std::string relu(const std::string& x);
@@ -44,9 +49,14 @@ class Builder {
   std::string gemm(const std::string& x, int64_t out_features);  // Linear: Gemm(transB=1)
   std::string concat(const std::vector<std::string>& xs, int64_t axis = 1);
   std::vector<std::string> split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis = 1);
-  // ShuffleNet's channel shuffle exactly as exported: the view shapes are computed from Shape/Gather at
-  // run time, so loading it exercises constant folding.
+  // x.chunk(2, dim=1) as exported: the halves' bounds come from Shape → Gather → Add → Div → Mul at run time
+  // and feed two Slices, so loading it needs shape folding.
+  std::pair<std::string, std::string> chunk2(const std::string& x);
+  // ShuffleNet's channel shuffle as exported with a static batch: Reshape to 5-D (constant shape), Transpose,
+  // Reshape back.
   std::string channel_shuffle(const std::string& x, int64_t groups);
+  // AvgPool2d(k, stride) of torchvision's DenseNet as exported at opset 13: behind a Pad of zeros.
+  std::string padded_avgpool(const std::string& x, int64_t k, int64_t stride);
   std::string softmax(const std::string& x, int64_t axis = -1);
   std::string node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
                    const std::vector<onnx::AttributeProto>& attrs = {});
@@ -59,6 +69,7 @@ class Builder {
   // Width multiplier of the architecture being built (MobileNet's alpha): scaled(c) is the channel count
   // a layer declared with `c` channels gets, rounded to a multiple of 8 as torchvision does.
   void set_width(double width) { width_ = width; }
+  double width() const { return width_; }
   int64_t scaled(int64_t channels) const;
   double flops() const { return flops_; }  // multiply-adds count 2
   onnx::ModelProto model() const;
@@ -81,4 +92,4 @@ inline onnx::AttributeProto attr(const std::string& name, const std::string& val
   return onnx_io::attr_string(name, value);
 }
 
-}  // namespace nnmeter::onnxgen
+}  // namespace nnmeter::networks

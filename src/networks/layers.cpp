@@ -1,4 +1,4 @@
-#include "kit/onnx_builder.h"
+#include "networks/layers.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include "common/io.h"
 #include "onnx_io/shape_rules.h"
 
-namespace nnmeter::onnxgen {
+namespace nnmeter::networks {
 
 namespace {
 
@@ -22,7 +22,7 @@ int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool cei
 
 }  // namespace
 
-int64_t Builder::scaled(int64_t channels) const {
+int64_t LayerBuilder::scaled(int64_t channels) const {
   if (width_ == 1.0) return channels;
   const double v = static_cast<double>(channels) * width_;
   int64_t n = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
@@ -30,49 +30,49 @@ int64_t Builder::scaled(int64_t channels) const {
   return n;
 }
 
-Builder::Builder(std::string name, int64_t opset, uint32_t seed) : g_(std::move(name), seed, opset) {}
+LayerBuilder::LayerBuilder(std::string name, int64_t opset, uint32_t seed) : g_(std::move(name), seed, opset) {}
 
-const Shape& Builder::shape(const std::string& value) const {
+const Shape& LayerBuilder::shape(const std::string& value) const {
   const auto it = shapes_.find(value);
   if (it == shapes_.end()) throw Error("onnx builder: unknown tensor '" + value + "'");
   return it->second;
 }
 
-std::string Builder::input(const std::string& name, const Shape& shape) {
+std::string LayerBuilder::input(const std::string& name, const Shape& shape) {
   shapes_[name] = shape;
   return g_.input(name, shape);
 }
 
-void Builder::output(const std::string& value) { g_.output(value, shape(value)); }
+void LayerBuilder::output(const std::string& value) { g_.output(value, shape(value)); }
 
-std::string Builder::node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
+std::string LayerBuilder::node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
                           const std::vector<onnx::AttributeProto>& attrs) {
   const std::string out = g_.node1(op, inputs, attrs);
   shapes_[out] = out_shape;
   return out;
 }
 
-std::string Builder::constant_ints(const std::vector<int64_t>& values) {
+std::string LayerBuilder::constant_ints(const std::vector<int64_t>& values) {
   const std::string name = g_.int64_const("const", values);
   shapes_[name] = {static_cast<int64_t>(values.size())};
   return name;
 }
 
-std::string Builder::constant_floats(const Shape& shape, const std::vector<float>& values) {
+std::string LayerBuilder::constant_floats(const Shape& shape, const std::vector<float>& values) {
   const std::string name = g_.float_const("const", shape, values);
   shapes_[name] = shape;
   return name;
 }
 
 // Uniform with standard deviation `scale` (the weights only need a sane range, not a distribution).
-std::string Builder::random_weights(const Shape& shape, float scale) {
+std::string LayerBuilder::random_weights(const Shape& shape, float scale) {
   const float a = scale * std::sqrt(3.f);
   const std::string name = g_.random_weight("weight", shape, -a, a);
   shapes_[name] = shape;
   return name;
 }
 
-std::string Builder::conv(const std::string& x, int64_t cout, int64_t k, int64_t stride, int64_t pad, int64_t group,
+std::string LayerBuilder::conv(const std::string& x, int64_t cout, int64_t k, int64_t stride, int64_t pad, int64_t group,
                           bool bias, int64_t dilation) {
   const Shape& s = shape(x);
   if (pad < 0) pad = (k - 1) / 2 * dilation;
@@ -88,7 +88,7 @@ std::string Builder::conv(const std::string& x, int64_t cout, int64_t k, int64_t
                attr("strides", std::vector<int64_t>{stride, stride})});
 }
 
-std::string Builder::batchnorm(const std::string& x) {
+std::string LayerBuilder::batchnorm(const std::string& x) {
   const int64_t c = shape(x)[1];
   auto param = [&](const char* name, float lo, float hi) {
     const std::string p = g_.random_weight(name, {c}, lo, hi);
@@ -100,38 +100,38 @@ std::string Builder::batchnorm(const std::string& x) {
   return node("BatchNormalization", {x, gamma, beta, mean, var}, shape(x), {attr("epsilon", 1e-5f), attr("momentum", 0.9f)});
 }
 
-std::string Builder::relu(const std::string& x) { return node("Relu", {x}, shape(x)); }
+std::string LayerBuilder::relu(const std::string& x) { return node("Relu", {x}, shape(x)); }
 
-std::string Builder::relu6(const std::string& x) {
+std::string LayerBuilder::relu6(const std::string& x) {
   return node("Clip", {x, constant_floats({}, {0.f}), constant_floats({}, {6.f})}, shape(x));
 }
 
-std::string Builder::sigmoid(const std::string& x) { return node("Sigmoid", {x}, shape(x)); }
+std::string LayerBuilder::sigmoid(const std::string& x) { return node("Sigmoid", {x}, shape(x)); }
 
-std::string Builder::hardsigmoid(const std::string& x, float alpha, float beta) {
+std::string LayerBuilder::hardsigmoid(const std::string& x, float alpha, float beta) {
   return node("HardSigmoid", {x}, shape(x), {attr("alpha", alpha), attr("beta", beta)});
 }
 
-std::string Builder::hardswish(const std::string& x) { return mul(x, hardsigmoid(x)); }
+std::string LayerBuilder::hardswish(const std::string& x) { return mul(x, hardsigmoid(x)); }
 
-std::string Builder::swish(const std::string& x) { return mul(x, sigmoid(x)); }
+std::string LayerBuilder::swish(const std::string& x) { return mul(x, sigmoid(x)); }
 
-std::string Builder::add(const std::string& a, const std::string& b) { return node("Add", {a, b}, shape(a)); }
+std::string LayerBuilder::add(const std::string& a, const std::string& b) { return node("Add", {a, b}, shape(a)); }
 
-std::string Builder::mul(const std::string& a, const std::string& b) {
+std::string LayerBuilder::mul(const std::string& a, const std::string& b) {
   const Shape& sa = shape(a);
   const Shape& sb = shape(b);
   return node("Mul", {a, b}, count(sa) >= count(sb) ? sa : sb);
 }
 
-std::string Builder::maxpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode) {
+std::string LayerBuilder::maxpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode) {
   const Shape& s = shape(x);
   return node("MaxPool", {x}, {s[0], s[1], out_dim(s[2], k, stride, pad, 1, ceil_mode), out_dim(s[3], k, stride, pad, 1, ceil_mode)},
               {attr("ceil_mode", int64_t{ceil_mode}), attr("kernel_shape", std::vector<int64_t>{k, k}),
                attr("pads", std::vector<int64_t>{pad, pad, pad, pad}), attr("strides", std::vector<int64_t>{stride, stride})});
 }
 
-std::string Builder::avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode,
+std::string LayerBuilder::avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad, bool ceil_mode,
                              bool count_include_pad) {
   const Shape& s = shape(x);
   return node("AveragePool", {x},
@@ -141,23 +141,23 @@ std::string Builder::avgpool(const std::string& x, int64_t k, int64_t stride, in
                attr("strides", std::vector<int64_t>{stride, stride})});
 }
 
-std::string Builder::global_avgpool(const std::string& x) {
+std::string LayerBuilder::global_avgpool(const std::string& x) {
   const Shape& s = shape(x);
   return node("GlobalAveragePool", {x}, {s[0], s[1], 1, 1});
 }
 
-std::string Builder::reduce_mean_hw(const std::string& x, bool keepdims) {
+std::string LayerBuilder::reduce_mean_hw(const std::string& x, bool keepdims) {
   const Shape& s = shape(x);
   return node("ReduceMean", {x}, keepdims ? Shape{s[0], s[1], 1, 1} : Shape{s[0], s[1]},
               {attr("axes", std::vector<int64_t>{2, 3}), attr("keepdims", int64_t{keepdims})});
 }
 
-std::string Builder::flatten(const std::string& x) {
+std::string LayerBuilder::flatten(const std::string& x) {
   const Shape& s = shape(x);
   return node("Flatten", {x}, {s[0], count(s) / s[0]}, {attr("axis", int64_t{1})});
 }
 
-std::string Builder::gemm(const std::string& x, int64_t out_features) {
+std::string LayerBuilder::gemm(const std::string& x, int64_t out_features) {
   const Shape& s = shape(x);
   const std::string w = random_weights({out_features, s[1]}, std::sqrt(1.f / static_cast<float>(s[1])));
   const std::string b = random_weights({out_features}, 0.1f);
@@ -166,14 +166,14 @@ std::string Builder::gemm(const std::string& x, int64_t out_features) {
               {attr("alpha", 1.f), attr("beta", 1.f), attr("transB", int64_t{1})});
 }
 
-std::string Builder::concat(const std::vector<std::string>& xs, int64_t axis) {
+std::string LayerBuilder::concat(const std::vector<std::string>& xs, int64_t axis) {
   Shape s = shape(xs[0]);
   s[static_cast<size_t>(axis)] = 0;
   for (const auto& x : xs) s[static_cast<size_t>(axis)] += shape(x)[static_cast<size_t>(axis)];
   return node("Concat", xs, s, {attr("axis", axis)});
 }
 
-std::vector<std::string> Builder::split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis) {
+std::vector<std::string> LayerBuilder::split(const std::string& x, const std::vector<int64_t>& sizes, int64_t axis) {
   const auto outs = g_.node("Split", {x, constant_ints(sizes)}, {attr("axis", axis)}, static_cast<int>(sizes.size()));
   for (size_t i = 0; i < outs.size(); ++i) {
     Shape s = shape(x);
@@ -183,30 +183,37 @@ std::vector<std::string> Builder::split(const std::string& x, const std::vector<
   return outs;
 }
 
-std::string Builder::channel_shuffle(const std::string& x, int64_t groups) {
-  const Shape s = shape(x);
-  // b, c, h, w = x.size(); x.view(b, groups, c // groups, h, w) as the exporter writes it.
-  const std::string shp = node("Shape", {x}, {4});
-  auto dim = [&](int64_t i) {
-    const std::string g = node("Gather", {shp, constant_ints({i})}, {1}, {attr("axis", int64_t{0})});
-    return g;
-  };
-  const std::string b = dim(0), h = dim(2), w = dim(3);
-  const std::string target5 = node("Concat", {b, constant_ints({groups}), constant_ints({s[1] / groups}), h, w}, {5},
-                                   {attr("axis", int64_t{0})});
-  const std::string v = node("Reshape", {x, target5}, {s[0], groups, s[1] / groups, s[2], s[3]});
-  const std::string t = node("Transpose", {v}, {s[0], s[1] / groups, groups, s[2], s[3]},
-                             {attr("perm", std::vector<int64_t>{0, 2, 1, 3, 4})});
-  const std::string target4 = node("Concat", {b, constant_ints({-1}), h, w}, {4}, {attr("axis", int64_t{0})});
-  return node("Reshape", {t, target4}, s);
+std::pair<std::string, std::string> LayerBuilder::chunk2(const std::string& x) {
+  Shape half = shape(x);
+  half[1] /= 2;
+  const std::string channels = node("Gather", {node("Shape", {x}, {4}), constant_ints({1})}, {1}, {attr("axis", int64_t{0})});
+  const std::string size = node("Div", {node("Add", {channels, constant_ints({1})}, {1}), constant_ints({2})}, {1});
+  const std::string end0 = node("Mul", {size, constant_ints({1})}, {1});
+  const std::string end1 = node("Mul", {size, constant_ints({2})}, {1});
+  const std::string axes = constant_ints({1});
+  return {node("Slice", {x, constant_ints({0}), end0, axes}, half), node("Slice", {x, end0, end1, axes}, half)};
 }
 
-std::string Builder::softmax(const std::string& x, int64_t axis) {
+std::string LayerBuilder::channel_shuffle(const std::string& x, int64_t groups) {
+  const Shape s = shape(x);
+  const std::string v = node("Reshape", {x, constant_ints({s[0], groups, s[1] / groups, s[2], s[3]})},
+                             {s[0], groups, s[1] / groups, s[2], s[3]});
+  const std::string t = node("Transpose", {v}, {s[0], s[1] / groups, groups, s[2], s[3]},
+                             {attr("perm", std::vector<int64_t>{0, 2, 1, 3, 4})});
+  return node("Reshape", {t, constant_ints({s[0], -1, s[2], s[3]})}, s);
+}
+
+std::string LayerBuilder::padded_avgpool(const std::string& x, int64_t k, int64_t stride) {
+  const std::string padded = node("Pad", {x, constant_ints(std::vector<int64_t>(8, 0))}, shape(x), {attr("mode", std::string("constant"))});
+  return avgpool(padded, k, stride);
+}
+
+std::string LayerBuilder::softmax(const std::string& x, int64_t axis) {
   return node("Softmax", {x}, shape(x), {attr("axis", axis)});
 }
 
-onnx::ModelProto Builder::model() const { return g_.model(); }
+onnx::ModelProto LayerBuilder::model() const { return g_.model(); }
 
-void Builder::save(const fs::path& path) const { io::write_file_atomic(path, g_.model().SerializeAsString()); }
+void LayerBuilder::save(const fs::path& path) const { io::write_file_atomic(path, g_.model().SerializeAsString()); }
 
-}  // namespace nnmeter::onnxgen
+}  // namespace nnmeter::networks

@@ -1,0 +1,43 @@
+// The reference networks: real CNN architectures, written as ONNX the way torch.onnx.export writes their
+// torchvision counterparts, and the named sets of them that evaluation, calibration and the benches use.
+// `nn-meter networks list|export` and `nn_meter.networks` call this.
+#pragma once
+
+#include "nnmeter/common.h"
+
+namespace nnmeter {
+
+// One network: an architecture at an input resolution (square, batch 1) and a channel width multiplier.
+struct NetworkSpec {
+  std::string arch;
+  int64_t resolution = 224;
+  double width = 1.0;
+  // "<arch>_r<resolution>_w<width>.onnx", e.g. mobilenet_v2_r160_w0.5.onnx; the family is the text before "_r".
+  std::string file_name() const;
+};
+
+struct NetworkSet {
+  std::string name;
+  std::string description;
+  std::vector<NetworkSpec> networks;
+};
+
+// Every architecture's name (mobilenet_v1, mobilenet_v2, ..., vgg11_bn).
+std::vector<std::string> network_architectures();
+// The builtin sets, in a fixed order; no two sets named alike. The evaluation set and the calibration sets
+// share no network.
+const std::vector<NetworkSet>& network_sets();
+// The set named `name`; throws Error naming the sets there are.
+const NetworkSet& find_network_set(const std::string& name);
+// The serialized ONNX model of one network (deterministic: the same bytes every time).
+std::string network_onnx(const NetworkSpec& spec);
+
+struct NetworkExport {
+  std::vector<fs::path> written;  // files this call wrote
+  std::vector<fs::path> kept;     // files already there (same name), left alone
+};
+// Writes every network of the set into `dir` (created if missing), each file atomically; a file already
+// there is kept, so an interrupted export resumes. `progress`: a progress line on a terminal.
+NetworkExport export_network_set(const NetworkSet& set, const fs::path& dir, bool progress = false);
+
+}  // namespace nnmeter

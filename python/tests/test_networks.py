@@ -1,0 +1,66 @@
+"""The reference networks (nn_meter.networks) are what torch.onnx.export writes: each architecture's torchvision
+counterpart, exported by Debian's torch, has the same kernels with the same configs as the network nn-meter
+writes — at the published width and at torchvision's other widths."""
+import collections
+import json
+
+import onnx
+import pytest
+
+import nn_meter
+
+# Rules that fuse across BN, activations and adds, so that detection walks every kind of unit.
+RULES = {name: {"obey": True} for name in ("BF_conv_relu", "BF_conv_relu6", "BF_conv_bn", "BF_dwconv_relu",
+                                           "BF_dwconv_relu6", "BF_conv_hswish", "BF_conv_swish", "BF_dwconv_swish",
+                                           "BF_add_relu")}
+
+
+def kernels(path):
+    return collections.Counter((k["kind"], k["kernel"] or k["op"], json.dumps(k["config"], sort_keys=True))
+                               for k in nn_meter.detect_kernels(str(path), RULES))
+
+
+def test_sets_list_and_export_resumes(tmp_path):
+    sets = {s["name"]: s for s in nn_meter.networks.list_sets()}
+    assert len(sets["evaluation"]["networks"]) == 55 and len(sets["calibration-135"]["networks"]) == 135
+    scored = {n["file"] for n in sets["evaluation"]["networks"]}
+    assert not scored & {n["file"] for n in sets["calibration-135"]["networks"]}
+    files = nn_meter.networks.export("main-job", tmp_path / "m", progress=False)
+    assert [f.rsplit("/", 1)[1] for f in files] == [n["file"] for n in sets["main-job"]["networks"]]
+    first = open(files[0], "rb").read()
+    assert nn_meter.networks.export("main-job", tmp_path / "m", progress=False) == files
+    assert open(files[0], "rb").read() == first
+    with pytest.raises(nn_meter.NNMeterError, match="unknown network set 'nope'.*calibration-135"):
+        nn_meter.networks.export("nope", tmp_path / "x")
+    with pytest.raises(nn_meter.NNMeterError, match="resolution must be in"):
+        nn_meter.networks.write("resnet18", tmp_path / "r.onnx", resolution=8)
+    # detect_kernels takes the rules as a dict, a fusion_rules.json or a predictor folder.
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "fusion_rules.json").write_text(json.dumps(RULES))
+    assert nn_meter.detect_kernels(files[1], tmp_path / "p") == nn_meter.detect_kernels(files[1], RULES)
+
+
+def test_every_architecture_has_the_kernels_of_its_torchvision_export(tmp_path):
+    torch = pytest.importorskip("torch")
+    models = pytest.importorskip("torchvision.models")
+    # (architecture, width, resolution, torchvision constructor). AlexNet and VGG at 224, where torchvision's
+    # adaptive pooling meets its own output size; the rest at 128 to keep the test short.
+    cases = [(arch, 1.0, 128, getattr(models, arch)) for arch in nn_meter.networks.list_architectures()
+             if arch not in ("mobilenet_v1", "alexnet", "vgg11_bn", "googlenet")]
+    cases += [("googlenet", 1.0, 128, lambda: models.googlenet(aux_logits=False, init_weights=False)),
+              ("alexnet", 1.0, 224, models.alexnet), ("vgg11_bn", 1.0, 224, models.vgg11_bn),
+              ("mobilenet_v2", 0.5, 128, lambda: models.mobilenet_v2(width_mult=0.5)),
+              ("mnasnet1_0", 0.5, 128, models.mnasnet0_5),
+              ("shufflenet_v2_x1_0", 0.5, 128, models.shufflenet_v2_x0_5),
+              ("shufflenet_v2_x1_0", 1.5, 128, models.shufflenet_v2_x1_5)]
+    assert len({c[0] for c in cases}) == len(nn_meter.networks.list_architectures()) - 1  # all but MobileNet v1
+    torch.manual_seed(0)
+    for arch, width, res, make in cases:
+        ours = nn_meter.networks.write(arch, tmp_path / "ours.onnx", resolution=res, width=width)
+        theirs = tmp_path / "torch.onnx"
+        with torch.no_grad():
+            nn_meter.torch_to_onnx(make().eval(), (1, 3, res, res), path=theirs)
+        a, b = kernels(theirs), kernels(ours)
+        assert a == b, f"{arch} x{width} at {res}: torch only {a - b}, nn-meter only {b - a}"
+        # The exporter's graph keeps no BN behind a conv, as ours.
+        assert "BatchNormalization" not in {n.op_type for n in onnx.load(ours).graph.node} or arch == "densenet121"
