@@ -2,9 +2,11 @@
 # The main job, end to end on this machine: build nn-meter; walk through registration with the example
 # plugins; then build kernel latency predictors for onednn_cpu (the embedded backend) for the main kernels
 # with modest sample counts, every sample measured in 5 independent repeats (fresh processes, one shuffled
-# order), print their accuracy table next to the measurement's own repeatability, register the predictor
-# (with the backend's fusion rules), predict four CNNs, and evaluate the predictor on them: each CNN
-# measured by the same protocol, the report in OUT/report.html. 16 to 23 minutes on 2 cores from a fresh clone, depending on the machine. Everything goes to a throw-away NN_METER_HOME and workspace under the output folder.
+# order), calibrate its composition term on 23 reference networks, print the accuracy tables next to the
+# measurement's own repeatability, register the predictor (with the backend's fusion rules), predict four CNNs,
+# and evaluate the predictor on them: each CNN measured by the same protocol, the report in OUT/report.html.
+# About 25 minutes on 2 cores from a fresh clone (bench/RESULTS-main-job.md). Everything goes to a throw-away
+# NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -62,6 +64,9 @@ BATCH_SIZE: 1
 # A share of real CNN layers among the samples; never those of the four CNNs evaluated at the end.
 PRIOR_ROWS: 0.3
 PRIOR_ROWS_EXCLUDE: [mobilenetv2, resnet18, mnasnet, mobilenetv3]
+# The build calibrates itself: the composition term fitted on 23 other sizes of the reference architectures
+# (never the four evaluated at the end), measured by the same protocol once the kernels are trained.
+CALIBRATION_NETWORKS: [calibration]
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 120, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}

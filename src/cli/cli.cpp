@@ -80,7 +80,7 @@ void print_info_json(const InfoFlags& flags, const Context& ctx) {
   if (flags.kernels) out["kernels"] = list_json(list_kernels(ctx.registry));
   if (flags.operators) out["operators"] = list_json(list_operators(ctx.registry));
   if (flags.testcases) out["testcases"] = list_json(list_testcases(ctx.registry));
-  fmt::print("{}\n", out.dump(2));
+  fmt::print("{}\n", json_text(out));
 }
 
 void print_info(const InfoFlags& flags, const Context& ctx) {
@@ -118,9 +118,25 @@ std::string parsed_command(const CLI::App& app) {
 
 }  // namespace
 
+std::string json_text(const Json& json) { return json.dump(2, ' ', false, Json::error_handler_t::replace); }
+
+std::string one_line(const std::string& message) {
+  const std::string valid = Json::parse(Json(message).dump(-1, ' ', false, Json::error_handler_t::replace)).get<std::string>();
+  std::string out;
+  for (const char c : valid) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 void report(const Context& ctx, const std::string& line, const Json& json) {
   if (ctx.json) {
-    std::cout << json.dump(2) << std::endl;
+    std::cout << json_text(json) << std::endl;
   } else {
     print_line(line);
   }
@@ -150,7 +166,7 @@ int run(int argc, char** argv) {
   try {
     ctx = std::make_unique<Context>(Context{false, false, Registry(Registry::default_home())});
   } catch (const Error& e) {
-    fmt::print(stderr, "(nn-Meter) {}\n", e.what());
+    fmt::print(stderr, "(nn-Meter) {}\n", one_line(e.what()));
     return 1;
   }
 
@@ -193,13 +209,13 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "(nn-Meter) {} (see {} --help)\n", what, parsed_command(app));
     return 2;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "(nn-Meter) {}\n", e.what());
+    fmt::print(stderr, "(nn-Meter) {}\n", one_line(e.what()));
     return 2;
   } catch (const Error& e) {
-    fmt::print(stderr, "(nn-Meter) {}\n", e.what());
+    fmt::print(stderr, "(nn-Meter) {}\n", one_line(e.what()));
     return 1;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "(nn-Meter) unexpected error: {}\n", e.what());
+    fmt::print(stderr, "(nn-Meter) unexpected error: {}\n", one_line(e.what()));
     return 1;
   }
   return 0;

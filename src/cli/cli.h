@@ -25,6 +25,10 @@ struct Context {
 
 // A command's result: its "(nn-Meter) " line, or with --json the object `json` on stdout.
 void report(const Context& ctx, const std::string& line, const Json& json);
+// --json output: indented, with bytes that are not UTF-8 (a fuzzed model's tensor name) replaced, never thrown on.
+std::string json_text(const Json& json);
+// An error message as one terminal line: bytes that are not UTF-8 replaced, control characters escaped.
+std::string one_line(const std::string& message);
 
 // Runs the CLI on argv-style arguments (args[0] is the program name); returns the exit code.
 // Errors are printed as one "(nn-Meter) ..." line on stderr.

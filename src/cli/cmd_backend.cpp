@@ -150,7 +150,7 @@ void do_convert(Context& ctx, const std::string& name, const ParamFlags& flags, 
   if (ctx.json) {
     Json out = Json::array();
     for (const auto& f : files) out.push_back(f.string());
-    std::cout << Json{{"backend", name}, {"files", out}}.dump(2) << std::endl;
+    std::cout << json_text(Json{{"backend", name}, {"files", out}}) << std::endl;
     return;
   }
   print_line(fmt::format("{} converted {} into:", name, a.onnx));
@@ -160,15 +160,17 @@ void do_convert(Context& ctx, const std::string& name, const ParamFlags& flags, 
 // Inputs are matched by tensor name, else by position among the model's runtime inputs (the node-test
 // convention: input_0.pb is the first graph input).
 std::vector<Tensor> read_inputs(const std::vector<std::string>& files, const std::vector<std::string>& names) {
+  if (files.size() > names.size())
+    throw Error(fmt::format("{} inputs given but the model reads {} ({})", files.size(), names.size(), fmt::join(names, ", ")));
   std::vector<Tensor> out;
+  std::map<std::string, std::string> given;  // input name -> the file that gave it
   for (size_t i = 0; i < files.size(); ++i) {
     require_file(files[i], "--input");
     Tensor t = onnx_io::read_tensor_pb(files[i]);
-    if (std::find(names.begin(), names.end(), t.name) == names.end()) {
-      if (i >= names.size())
-        throw Error(fmt::format("{} inputs given but the model reads {} ({})", files.size(), names.size(), fmt::join(names, ", ")));
-      t.name = names[i];
-    }
+    if (std::find(names.begin(), names.end(), t.name) == names.end()) t.name = names[i];
+    if (const auto [it, fresh] = given.emplace(t.name, files[i]); !fresh)
+      throw Error(fmt::format("input '{}' is given twice ({} and {}); the model reads {}", t.name, it->second, files[i],
+                              fmt::join(names, ", ")));
     out.push_back(std::move(t));
   }
   return out;
@@ -189,7 +191,7 @@ void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, cons
     if (!ctx.json)
       print_line(fmt::format("output '{}' [{}] -> {}", outputs[i].name, fmt::join(outputs[i].shape, ","), file.string()));
   }
-  if (ctx.json) std::cout << Json{{"backend", name}, {"outputs", listing}}.dump(2) << std::endl;
+  if (ctx.json) std::cout << json_text(Json{{"backend", name}, {"outputs", listing}}) << std::endl;
 }
 
 // One model measured by the protocol: REPEATS repeats, each in a fresh worker process (plugins never run
@@ -247,7 +249,7 @@ void do_profile(Context& ctx, const std::string& name, const ParamFlags& flags, 
   }
   const ProfileOutcome o = measure_with_protocol(ctx, name, resolved, a.onnx, work.path(), a.file_name);
   if (ctx.json) {
-    std::cout << Json{{"backend", name}, {"model", a.onnx}, {"result", outcome_json(o, protocol)}}.dump(2) << std::endl;
+    std::cout << json_text(Json{{"backend", name}, {"model", a.onnx}, {"result", outcome_json(o, protocol)}}) << std::endl;
     return;
   }
   for (size_t i = 0; i < o.repeats.size(); ++i) {
@@ -333,7 +335,7 @@ void check_env(Context& ctx) {
                 {"nn_meter", nnmeter::version()},
                 {"backends", backends}};
     if (!registry_failure.empty()) out["registry_failure"] = registry_failure;
-    std::cout << out.dump(2) << std::endl;
+    std::cout << json_text(out) << std::endl;
     return;
   }
   std::cout << "**********Environmental information**********\n";
@@ -372,8 +374,7 @@ void benchmark(Context& ctx, const BenchArgs& a) {
   const WorkDir work("");
   const ProfileOutcome o = measure_with_protocol(ctx, a.backend, resolved, a.onnx, work.path(), "");
   if (ctx.json) {
-    std::cout << Json{{"backend", a.backend}, {"model", a.onnx}, {"config", resolved}, {"result", outcome_json(o, protocol)}}
-                     .dump(2)
+    std::cout << json_text({{"backend", a.backend}, {"model", a.onnx}, {"config", resolved}, {"result", outcome_json(o, protocol)}})
               << std::endl;
     return;
   }

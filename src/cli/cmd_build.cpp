@@ -47,7 +47,7 @@ void build(Context& ctx, const BuildArgs& a) {
     Json out = Json::array();
     for (const auto& s : summaries)
       out.push_back({{"kernel", s.kernel}, {"samples", s.samples}, {"failed", s.failed}, {"metrics", s.metrics.to_json()}});
-    std::cout << out.dump(2) << std::endl;
+    std::cout << json_text(out) << std::endl;
     return;
   }
   print_line("Kernel predictor accuracy (held-out 20 % of the last iteration):");

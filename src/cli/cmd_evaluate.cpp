@@ -70,7 +70,7 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
                     {"csv", (s.work_dir / "results.csv").string()}};
     if (s.kernels) out["files"]["kernels_csv"] = (s.work_dir / "kernels.csv").string();
     if (report.calibration) out["files"]["composition"] = report.composition_file.string();
-    std::cout << out.dump(2) << std::endl;
+    std::cout << json_text(out) << std::endl;
   } else {
     print_table(report.to_table());
     print_line(fmt::format("Report: {} (results also in {} and {})", html.string(), (s.work_dir / "results.csv").string(),
@@ -86,7 +86,7 @@ void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run) {
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const CalibrationReport report = calibrate(ctx.registry, s, !dry_run);
   if (ctx.json)
-    std::cout << report.to_json().dump(2) << std::endl;
+    std::cout << json_text(report.to_json()) << std::endl;
   else
     print_table(report.to_table());
 }

@@ -27,7 +27,7 @@ void check(Context& ctx, const CheckArgs& a) {
   options.probe_runs = a.probe_runs;
   const MachineCheck c = check_machine(options);
   if (ctx.json) {
-    std::cout << c.to_json().dump(2) << std::endl;
+    std::cout << json_text(c.to_json()) << std::endl;
   } else {
     std::istringstream table(c.to_table());
     for (std::string line; std::getline(table, line);) print_line(line);

@@ -24,7 +24,7 @@ void list(const Context& ctx) {
       for (const auto& n : s.networks) networks.push_back(spec_json(n));
       sets.push_back({{"name", s.name}, {"description", s.description}, {"networks", networks}});
     }
-    std::cout << Json{{"architectures", network_architectures()}, {"sets", sets}}.dump(2) << std::endl;
+    std::cout << json_text(Json{{"architectures", network_architectures()}, {"sets", sets}}) << std::endl;
     return;
   }
   print_line("Network sets (nn-meter networks export --set NAME --out DIR):");

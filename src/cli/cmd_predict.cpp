@@ -92,7 +92,7 @@ void predict(Context& ctx, const PredictArgs& a) {
       fmt::print(stderr, "(nn-Meter) {}\n", e.what());
     }
   }
-  if (ctx.json) std::cout << results.dump(2) << std::endl;
+  if (ctx.json) std::cout << json_text(results) << std::endl;
   if (failed > 0) throw Error(fmt::format("{} of {} models could not be predicted (see above)", failed, files.size()));
 }
 
@@ -113,7 +113,7 @@ void get_ir(Context& ctx, const GetIrArgs& a) {
   const fs::path out = fs::absolute(ir_output_path(a)).lexically_normal();
   io::save_json_file(out, ir_to_nnmeter_json(ir));
   if (ctx.json) {
-    std::cout << Json{{"ir", out.string()}}.dump(2) << std::endl;
+    std::cout << json_text(Json{{"ir", out.string()}}) << std::endl;
   } else {
     print_line(fmt::format("The IR is saved in {}", out.string()));
   }

@@ -30,7 +30,7 @@ void ruletest(Context& ctx, const RuleTestArgs& a) {
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const RuleTestResult r = tester.run();
   if (ctx.json) {
-    std::cout << r.rules.dump(2) << std::endl;
+    std::cout << json_text(r.rules) << std::endl;
     return;
   }
   std::string summary = fmt::format("Fusion rules of {}: {} test cases, {} obeyed, {} not obeyed", a.backend,

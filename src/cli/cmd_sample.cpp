@@ -55,7 +55,7 @@ void sample(Context& ctx, const SampleArgs& a) {
     Json out = {{"kernel", info.name}, {"mark", mark},          {"seed", seed},
                 {"sampled", r.sampled}, {"duplicates", r.duplicates}, {"written", written},
                 {"results_file", r.results_file.string()}};
-    std::cout << out.dump(2) << std::endl;
+    std::cout << json_text(out) << std::endl;
     return;
   }
   if (written == 0) {
@@ -101,9 +101,8 @@ void to_csv(Context& ctx, const ToCsvArgs& a) {
   const KernelDataTable table = get_data_by_profiled_results(info.name, *suite.parser, data, a.label);
   save_kernel_data_csv(table, output);
   if (ctx.json) {
-    std::cout << Json({{"kernel", info.name}, {"rows", table.features.size()}, {"columns", table.columns},
-                       {"output", output.string()}})
-                     .dump(2)
+    std::cout << json_text({{"kernel", info.name}, {"rows", table.features.size()}, {"columns", table.columns},
+                            {"output", output.string()}})
               << std::endl;
     return;
   }

@@ -45,7 +45,7 @@ void connect(Context& ctx, const std::string& backend_name, const std::string& w
                                                        (ws.configs_dir() / "backend_config.yaml").string());
   // The backend's own words, unprefixed, as nn-Meter prints them.
   if (ctx.json) {
-    std::cout << Json{{"backend", backend_name}, {"message", message}}.dump(2) << std::endl;
+    std::cout << json_text(Json{{"backend", backend_name}, {"message", message}}) << std::endl;
   } else {
     std::cout << message << std::endl;
   }

@@ -520,17 +520,29 @@ class Converter {
   }
 
   // What ONNX 1.12's inference lets through but no runtime runs (the engines refuse it too): a Gemm or MatMul
-  // whose inner dims differ, a Reshape to another element count. Predicting such a model would count kernels
+  // whose inner dims differ, a Reshape to another element count, a normalisation axis outside the rank. Predicting such a model would count kernels
   // of shapes that cannot exist.
   void check_operands(const onnx::NodeProto& node, const std::string& name) const {
     const std::string& op = node.op_type();
+    auto fail = [&](const std::string& why) {
+      throw Error(fmt::format("node '{}' ({}) of {}: {}", name, op, origin_, why));
+    };
+    // An axis outside the input's rank (ONNX 1.12 infers LayerNormalization's output without checking it).
+    if (op == "LayerNormalization" || op == "Softmax" || op == "LogSoftmax") {
+      const auto x = node.input_size() > 0 ? constant_shape(node.input(0)) : std::nullopt;
+      if (!x) return;
+      int64_t axis = -1;
+      for (const auto& at : node.attribute())
+        if (at.name() == "axis") axis = at.i();
+      const auto rank = static_cast<int64_t>(x->size());
+      if (axis < -rank || axis >= rank)
+        fail(fmt::format("axis {} is outside the input's rank {} ({})", axis, rank, onnx_io::shape_str(*x)));
+      return;
+    }
     if (op != "Gemm" && op != "MatMul" && op != "Reshape") return;
     if (node.input_size() < 2 || node.output_size() < 1) return;
     const auto a = constant_shape(node.input(0)), b = constant_shape(node.input(1)), y = constant_shape(node.output(0));
     if (!a || !b) return;
-    auto fail = [&](const std::string& why) {
-      throw Error(fmt::format("node '{}' ({}) of {}: {}", name, op, origin_, why));
-    };
     if (op == "Reshape") {
       if (y && onnx_io::numel(*a) != onnx_io::numel(*y))
         fail(fmt::format("reshapes {} elements {} into {} elements {}", onnx_io::numel(*a), onnx_io::shape_str(*a),

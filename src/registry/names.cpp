@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/text.h"
 #include "nnmeter/common.h"
 
 namespace nnmeter {
@@ -24,11 +25,7 @@ std::optional<std::string> name_problem(const std::string& name) {
   return std::nullopt;
 }
 
-std::string quoted_name(const std::string& name) {
-  // Escaped and cut, so a name holding newlines or megabytes still gives a one-line message.
-  const std::string shown = name.size() > 80 ? name.substr(0, 80) + "..." : name;
-  return Json(shown).dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string quoted_name(const std::string& name) { return quoted(name); }
 
 void check_name(const std::string& what, const std::string& name, const std::string& origin) {
   if (const auto problem = name_problem(name))

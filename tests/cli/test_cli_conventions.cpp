@@ -1,5 +1,7 @@
 // CLI conventions: --json on the commands that print data, exit codes (0 ok, 1 runtime error, 2 usage error).
+#include "networks/layers.h"
 #include "nnmeter/common.h"
+#include "onnx_io/tensor_file.h"
 #include "support/cli_expect.h"
 #include "support/plugin_fixtures.h"
 
@@ -56,6 +58,55 @@ TEST(CliConventions, UsageErrorsExitTwoRuntimeErrorsOne) {
   EXPECT_EQ(runtime.exit_code, 1) << runtime.err;
   EXPECT_EQ(run_cli({"--help"}, home.path()).exit_code, 0);
   EXPECT_EQ(run_cli({"--version"}, home.path()).exit_code, 0);
+}
+
+// What a fuzzed model's names hold (a newline, a byte that is not UTF-8) reaches the user escaped: errors stay
+// one line, --json stays JSON. `backend run` takes each input once.
+TEST(CliConventions, NamesAreEscapedAndInputsCountedOnce) {
+  TempDir home, dir;
+  const std::string odd = "x\ny";
+  const std::string bytes = odd + static_cast<char>(0xff);  // not UTF-8: no engine plan (JSON) can hold it
+  auto relu_model = [&](const std::string& name, const std::string& file) {
+    networks::LayerBuilder b("odd");
+    b.output(b.relu(b.input(name, {1, 4})));
+    b.save(dir / file);
+    onnx_io::write_tensor_pb(dir / (file + ".pb"), Tensor{name, {1, 4}, std::vector<float>(4, -1.f)});
+    return (dir / file).string();
+  };
+  const std::string model = relu_model(odd, "odd.onnx");
+  const CliResult ran = run_cli({"--json", "backend", "onednn_cpu", "run", "--onnx-path", model, "--input", model + ".pb",
+                                 "--output-dir", (dir / "out").string()},
+                                home.path());
+  ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_NO_THROW((void)Json::parse(ran.out)) << ran.out;
+  expect_one_line_error(run_cli({"backend", "onednn_cpu", "run", "--onnx-path", model, "--input", model + ".pb", "--input",
+                                 model + ".pb", "--output-dir", (dir / "out2").string()},
+                                home.path()),
+                        "2 inputs given but the model reads 1");
+  const std::string not_utf8 = relu_model(bytes, "bytes.onnx");
+  expect_one_line_error(run_cli({"backend", "onednn_cpu", "run", "--onnx-path", not_utf8, "--input", not_utf8 + ".pb",
+                                 "--output-dir", (dir / "out4").string()},
+                                home.path()),
+                        "tensor name \"x\\ny\ufffd\" is not UTF-8 text");
+
+  networks::LayerBuilder two("two");
+  two.output(two.add(two.input("a", {1, 4}), two.input("b", {1, 4})));
+  two.save(dir / "two.onnx");
+  onnx_io::write_tensor_pb(dir / "a.pb", Tensor{"a", {1, 4}, std::vector<float>(4, 1.f)});
+  expect_one_line_error(run_cli({"backend", "onednn_cpu", "run", "--onnx-path", (dir / "two.onnx").string(), "--input",
+                                 (dir / "a.pb").string(), "--input", (dir / "a.pb").string(), "--output-dir", (dir / "out3").string()},
+                                home.path()),
+                        "input 'a' is given twice");
+
+  // A Gemm whose weight does not fit its input, in a node named with a newline: one line, the name escaped.
+  networks::LayerBuilder bad("bad");
+  const auto x = bad.input("x", {1, 8});
+  bad.output(bad.node("Gemm", {x, bad.random_weights({4, 6}, 0.1f)}, {1, 4}, {networks::attr("transB", int64_t{1})}));
+  onnx::ModelProto m = bad.model();
+  m.mutable_graph()->mutable_node(0)->set_name(odd);
+  write_text(dir / "bad.onnx", m.SerializeAsString());
+  const CliResult refused = run_cli({"get_ir", "--onnx", (dir / "bad.onnx").string()}, home.path());
+  expect_one_line_error(refused, "x\\ny");
 }
 
 }  // namespace

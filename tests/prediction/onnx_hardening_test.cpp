@@ -165,6 +165,14 @@ TEST(OnnxHardening, OperandsMustFitAsTheEnginesCheck) {
   networks::LayerBuilder reshape("hostile");
   reshape.output(reshape.node("Reshape", {reshape.input("x", {1, 16}), reshape.constant_ints({1, 15})}, {1, 15}));
   expect_error(reshape.model(), "reshapes 16 elements [1,16] into 15 elements [1,15]", "reshape");
+  networks::LayerBuilder softmax("hostile");
+  softmax.output(softmax.softmax(softmax.input("x", {1, 4, 16}), 3));
+  expect_error(softmax.model(), "axis 3 is outside the input's rank 3 ([1,4,16])", "softmax");
+  networks::LayerBuilder ln("hostile", 17);
+  const auto x = ln.input("x", {1, 4, 16});
+  ln.output(ln.node("LayerNormalization", {x, ln.random_weights({16}, 0.1f), ln.random_weights({16}, 0.1f)}, {1, 4, 16},
+                    {attr("axis", int64_t{5})}));
+  expect_error(ln.model(), "(LayerNormalization) of hostile.onnx: axis 5 is outside the input's rank 3", "layernorm");
 }
 
 TEST(OnnxHardening, OpsetMustBeOneOnnxKnows) {

@@ -13,6 +13,7 @@
 
 #include "backends/onednn/ops/op.h"
 #include "common/io.h"
+#include "common/text.h"
 #include "nnmeter/prediction.h"
 
 namespace nnmeter::onednn {
@@ -266,6 +267,18 @@ void check_model(const onnx::ModelProto& model, const std::string& origin) {
     std::string msg = e.what();
     msg = msg.substr(0, msg.find('\n'));
     throw Error(fmt::format("{} fails the ONNX checker: {}", origin, msg));
+  }
+  // Names end up in the engines' plans (JSON), which hold UTF-8 only.
+  auto check_name = [&](const std::string& name) {
+    if (!valid_utf8(name)) throw Error(fmt::format("{}: tensor name {} is not UTF-8 text", origin, quoted(name)));
+  };
+  const onnx::GraphProto& g = model.graph();
+  for (const auto& v : g.input()) check_name(v.name());
+  for (const auto& v : g.output()) check_name(v.name());
+  for (const auto& t : g.initializer()) check_name(t.name());
+  for (const auto& n : g.node()) {
+    for (const auto& v : n.input()) check_name(v);
+    for (const auto& v : n.output()) check_name(v);
   }
 }
 

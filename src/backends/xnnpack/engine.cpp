@@ -16,6 +16,7 @@
 #include <set>
 
 #include "backends/measure.h"
+#include "common/text.h"
 #include "tflite_schema_generated.h"
 
 #ifndef NNMETER_XNNPACK_VERSION
@@ -120,16 +121,6 @@ struct Step {
   OperatorPtr op;
   std::function<void()> run;  // steps without an XNNPACK operator
 };
-
-// Names end up in the plan (JSON), which holds UTF-8 only; the JSON library is the check.
-bool valid_utf8(const std::string& s) {
-  try {
-    (void)Json(s).dump();
-    return true;
-  } catch (const Json::type_error&) {
-    return false;
-  }
-}
 
 // Saturates: a damaged file's dimensions must not overflow (the bounds checked against it are far lower).
 int64_t numel_of(const Shape& s) {
