@@ -5,7 +5,7 @@
 # HUGE_PAGES: false and once with true, alternating which goes first, on two copies of one workspace.
 # Then the latency levels: the CNNs and kernels given measured in single-repeat fresh processes, HUGE_PAGES
 # false and true interleaved in one shuffled order (ROUNDS each), to show the setting does not move them.
-# Nothing else may run on the machine meanwhile. bench/RESULTS-main-job.md quotes one run.
+# Nothing else may run on the machine meanwhile. bench/RESULTS-main-job.md quoted one run until ee0e270 (git history).
 # Usage: bench/run_overhead_bench.sh OUT [build-dir]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
