@@ -311,12 +311,7 @@ PYBIND11_MODULE(_nnmeter, m) {
   // The reference networks (nn-meter networks).
   m.def("network_sets", [] {
     Json out = Json::array();
-    for (const auto& s : network_sets()) {
-      Json networks = Json::array();
-      for (const auto& n : s.networks)
-        networks.push_back({{"arch", n.arch}, {"resolution", n.resolution}, {"width", n.width}, {"file", n.file_name()}});
-      out.push_back({{"name", s.name}, {"description", s.description}, {"networks", networks}});
-    }
+    for (const auto& s : network_sets()) out.push_back(s.to_json());
     return out.dump();
   });
   m.def("network_architectures", [] { return network_architectures(); });
@@ -331,10 +326,7 @@ PYBIND11_MODULE(_nnmeter, m) {
       [](const std::string& name, const fs::path& dir, bool progress) {
         const NetworkSet& set = find_network_set(name);
         py::gil_scoped_release release;
-        export_network_set(set, dir, progress);
-        std::vector<fs::path> files;
-        for (const auto& n : set.networks) files.push_back(dir / n.file_name());
-        return files;
+        return export_network_set(set, dir, progress).files;
       },
       py::arg("name"), py::arg("dir"), py::arg("progress") = false);
   m.def(

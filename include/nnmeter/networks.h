@@ -14,12 +14,14 @@ struct NetworkSpec {
   double width = 1.0;
   // "<arch>_r<resolution>_w<width>.onnx", e.g. mobilenet_v2_r160_w0.5.onnx; the family is the text before "_r".
   std::string file_name() const;
+  Json to_json() const;  // {arch, resolution, width, file}
 };
 
 struct NetworkSet {
   std::string name;
   std::string description;
   std::vector<NetworkSpec> networks;
+  Json to_json() const;  // {name, description, networks: [...]}
 };
 
 // Every architecture's name (mobilenet_v1, mobilenet_v2, ..., vgg11_bn).
@@ -33,6 +35,7 @@ const NetworkSet& find_network_set(const std::string& name);
 std::string network_onnx(const NetworkSpec& spec);
 
 struct NetworkExport {
+  std::vector<fs::path> files;    // every network's file, in the set's order
   std::vector<fs::path> written;  // files this call wrote
   std::vector<fs::path> kept;     // files already there (same name), left alone
 };

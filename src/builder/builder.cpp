@@ -219,9 +219,8 @@ std::vector<fs::path> Builder::network_files(const std::string& key, const std::
     // A builtin set by name: its networks, written once into the build folder (a rerun finds them there).
     if (sets.count(given.string())) {
       const NetworkSet& set = find_network_set(given.string());
-      const fs::path dir = workspace_.predictor_build_dir() / "networks" / set.name;
-      export_network_set(set, dir);
-      for (const auto& n : set.networks) files.push_back(dir / n.file_name());
+      const NetworkExport e = export_network_set(set, workspace_.predictor_build_dir() / "networks" / set.name);
+      files.insert(files.end(), e.files.begin(), e.files.end());
       continue;
     }
     const fs::path path = given.is_absolute() ? given : workspace_.root / given;

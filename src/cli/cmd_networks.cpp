@@ -12,18 +12,10 @@ namespace nnmeter::cli {
 
 namespace {
 
-Json spec_json(const NetworkSpec& n) {
-  return {{"arch", n.arch}, {"resolution", n.resolution}, {"width", n.width}, {"file", n.file_name()}};
-}
-
 void list(const Context& ctx) {
   if (ctx.json) {
     Json sets = Json::array();
-    for (const auto& s : network_sets()) {
-      Json networks = Json::array();
-      for (const auto& n : s.networks) networks.push_back(spec_json(n));
-      sets.push_back({{"name", s.name}, {"description", s.description}, {"networks", networks}});
-    }
+    for (const auto& s : network_sets()) sets.push_back(s.to_json());
     std::cout << json_text(Json{{"architectures", network_architectures()}, {"sets", sets}}) << std::endl;
     return;
   }
@@ -36,7 +28,7 @@ void export_set(const Context& ctx, const std::string& name, const std::string& 
   const NetworkSet& set = find_network_set(name);
   const NetworkExport e = export_network_set(set, out, !ctx.json);
   Json files = Json::array();
-  for (const auto& n : set.networks) files.push_back((fs::path(out) / n.file_name()).string());
+  for (const auto& f : e.files) files.push_back(f.string());
   report(ctx,
          fmt::format("network set {}: {} networks in {} ({} written, {} already there)", set.name, set.networks.size(),
                      out, e.written.size(), e.kept.size()),

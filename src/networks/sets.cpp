@@ -117,6 +117,16 @@ std::vector<NetworkSet> make_sets() {
 
 std::string NetworkSpec::file_name() const { return fmt::format("{}_r{}_w{}.onnx", arch, resolution, width); }
 
+Json NetworkSpec::to_json() const {
+  return {{"arch", arch}, {"resolution", resolution}, {"width", width}, {"file", file_name()}};
+}
+
+Json NetworkSet::to_json() const {
+  Json list = Json::array();
+  for (const auto& n : networks) list.push_back(n.to_json());
+  return {{"name", name}, {"description", description}, {"networks", list}};
+}
+
 std::vector<std::string> network_architectures() { return networks::architectures(); }
 
 const std::vector<NetworkSet>& network_sets() {
@@ -147,6 +157,7 @@ NetworkExport export_network_set(const NetworkSet& set, const fs::path& dir, boo
   Progress bar("exporting " + set.name, set.networks.size(), progress);
   for (size_t i = 0; i < set.networks.size(); ++i) {
     const fs::path file = dir / set.networks[i].file_name();
+    out.files.push_back(file);
     if (fs::exists(file)) {
       out.kept.push_back(file);
     } else {
