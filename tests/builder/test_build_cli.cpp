@@ -241,6 +241,16 @@ TEST(BuildCli, CalibrationNetworksMakeTheBuildCalibrateItself) {
     EXPECT_TRUE(contains(bad.err, message)) << bad.err;
     EXPECT_FALSE(fs::exists(ws2 / "predictor_build" / "results" / "profiled_relu.json")) << value;
   }
+  // SAMPLE_MODELS takes a set by name too: its networks' layers become samples of the kernels built.
+  TempDir sampled;
+  const fs::path ws4 = make_workspace(sampled, "  hswish:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n");
+  write_text(ws4 / "configs" / "predictorbuild_config.yaml",
+             read_text(ws4 / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [main-job]\n");
+  const CliResult with_set = run_cli({"build", "--workspace", ws4.string(), "--backend", "onednn_cpu", "--no-ruletest"}, sampled / "home");
+  ASSERT_EQ(with_set.exit_code, 0) << with_set.err;
+  EXPECT_TRUE(fs::exists(ws4 / "predictor_build" / "networks" / "main-job" / "mobilenet_v3_large_r224_w1.onnx"));
+  EXPECT_TRUE(fs::exists(ws4 / "predictor_build" / "results" / "hswish_models.json")) << with_set.out;
+
   // A builtin set by name is written into the build folder; without fusion rules the build says it cannot calibrate.
   TempDir named;
   const fs::path ws3 = make_workspace(named, "  relu:\n    INIT_SAMPLE_NUM: 4\n    ITERATION: 1\n");

@@ -98,6 +98,13 @@ TEST(CliConventions, NamesAreEscapedAndInputsCountedOnce) {
                                 home.path()),
                         "input 'a' is given twice");
 
+  // A file name is any bytes: --json output replaces what is not UTF-8 instead of failing.
+  const fs::path ir = dir / (std::string("ir") + static_cast<char>(0xfe) + ".json");
+  const CliResult listed = run_cli({"--json", "get_ir", "--onnx", model, "--output", ir.string()}, home.path());
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_TRUE(fs::exists(ir));
+  EXPECT_TRUE(contains(Json::parse(listed.out)["ir"].get<std::string>(), "ir\ufffd.json")) << listed.out;
+
   // A Gemm whose weight does not fit its input, in a node named with a newline: one line, the name escaped.
   networks::LayerBuilder bad("bad");
   const auto x = bad.input("x", {1, 8});

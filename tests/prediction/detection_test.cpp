@@ -223,6 +223,21 @@ TEST(Detection, LayoutAndUnknownOps) {
   EXPECT_EQ(ks[2].kind, KernelKind::layout);
 }
 
+// A Pad of zeros (DenseNet's AvgPool as exported) copies nothing; a Pad that grows the tensor is one pass over
+// its output, like any element-wise op without a kernel.
+TEST(Detection, ZeroPadIsLayoutAndAGrowingPadIsElementwise) {
+  for (const auto& [pad, kind] : std::vector<std::pair<int64_t, KernelKind>>{{0, KernelKind::layout}, {1, KernelKind::elementwise}}) {
+    LayerBuilder b("pad");
+    const auto x = b.input("x", {1, 8, 6, 6});
+    const auto padded = b.node("Pad", {x, b.constant_ints({0, 0, pad, pad, 0, 0, pad, pad})}, {1, 8, 6 + 2 * pad, 6 + 2 * pad},
+                               {networks::attr("mode", std::string("constant"))});
+    b.output(b.relu(padded));
+    const auto ks = detect(b.model(), cpu_rules());
+    ASSERT_EQ(ops_of(ks), (S{"pad", "relu"})) << pad;
+    EXPECT_EQ(ks[0].kind, kind) << pad;
+  }
+}
+
 TEST(Detection, EveryZooModelIsFullyCovered) {
   for (const auto& name : networks::architectures()) {
     SCOPED_TRACE(name);
