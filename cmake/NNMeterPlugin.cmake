@@ -8,7 +8,7 @@
 #   include(/path/to/nn-meter/cmake/NNMeterPlugin.cmake)
 #   nnmeter_add_plugin(backend SOURCES backend.cpp)
 #
-# The plugin sees only include/nnmeter/plugin.h (and nlohmann-json); it does not link libnnmeter.
+# The plugin sees only include/nnmeter/plugin.h and plugin_abi.h (and nlohmann-json); it does not link libnnmeter.
 get_filename_component(NNMETER_PLUGIN_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../include" ABSOLUTE)
 if(NOT EXISTS "${NNMETER_PLUGIN_INCLUDE_DIR}/nnmeter/plugin.h")
   get_filename_component(NNMETER_PLUGIN_INCLUDE_DIR "${CMAKE_CURRENT_LIST_DIR}/../../../include" ABSOLUTE)

@@ -1,11 +1,11 @@
-// Loading plugin classes from shared libraries through the C ABI of include/nnmeter/plugin.h.
+// Loading plugin classes from shared libraries through the C ABI of include/nnmeter/plugin_abi.h.
 #pragma once
 
 #include <memory>
 #include <string_view>
 
 #include "nnmeter/common.h"
-#include "nnmeter/plugin.h"
+#include "nnmeter/plugin_abi.h"
 
 namespace nnmeter {
 

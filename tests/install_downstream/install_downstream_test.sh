@@ -6,7 +6,7 @@ build="$1" project="$2"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
-for f in bin/nn-meter libexec/nnmeter/nn-meter-worker share/man/man1/nn-meter.1 share/bash-completion/completions/nn-meter include/nnmeter/prediction.h include/nnmeter/plugin.h lib/cmake/nnmeter/nnmeterConfig.cmake \
+for f in bin/nn-meter libexec/nnmeter/nn-meter-worker share/man/man1/nn-meter.1 share/bash-completion/completions/nn-meter include/nnmeter/prediction.h include/nnmeter/plugin.h include/nnmeter/plugin_abi.h lib/cmake/nnmeter/nnmeterConfig.cmake \
          lib/cmake/nnmeter/nnmeterConfigVersion.cmake lib/pkgconfig/nnmeter.pc; do
   [ -e "$tmp/prefix/$f" ] || { echo "FAIL: $f not installed"; exit 1; }
 done
@@ -17,9 +17,13 @@ if grep -rlE '#include <(onnx|dnnl|oneapi|xgboost|yaml-cpp|spdlog|CLI)' "$tmp/pr
   echo "FAIL: a public header includes a private dependency"; exit 1
 fi
 if grep -rl 'onnx::' "$tmp/prefix/include/nnmeter"; then echo "FAIL: a public header names onnx::"; exit 1; fi
-# The plugin contract's C part is C: a plugin may be written in it.
-cc -x c -std=c99 -pedantic -Werror -fsyntax-only "$tmp/prefix/include/nnmeter/plugin.h" ||
-  { echo "FAIL: plugin.h does not compile as C"; exit 1; }
+# The plugin contract is C: a plugin may be written in it; the C++ SDK says so when a C file includes it.
+cc -x c -std=c99 -pedantic -Werror -fsyntax-only "$tmp/prefix/include/nnmeter/plugin_abi.h" ||
+  { echo "FAIL: plugin_abi.h does not compile as C"; exit 1; }
+if cc -x c -std=c99 -fsyntax-only "$tmp/prefix/include/nnmeter/plugin.h" 2>"$tmp/sdk.err" ||
+   ! grep -q "plugin_abi.h" "$tmp/sdk.err"; then
+  echo "FAIL: plugin.h included from C does not point to plugin_abi.h"; exit 1
+fi
 grep -qF "list\\-backends" "$tmp/prefix/share/man/man1/nn-meter.1" || { echo "FAIL: the man page lacks the options"; exit 1; }
 # The installed CLI runs from its own prefix (RPATH), not from the build tree.
 "$tmp/prefix/bin/nn-meter" --version | grep -q "nn-meter" || { echo "FAIL: installed nn-meter does not run"; exit 1; }
