@@ -16,7 +16,7 @@ for arg in "$@"; do
   esac
 done
 # ONNX needs protobuf's dev package; oneDNN's CMake config needs the OpenCL headers; XGBoost's needs the
-# xgboost CLI package (see ../shared/reference/dependencies-debian.md). Chromium and pdftotext render the
+# xgboost CLI package (each found by trying Debian 12 packages on a clean machine). Chromium and pdftotext render the
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
 # The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
 # write models), torch (predicting a torch.nn.Module) and torchvision (real exports of its models).

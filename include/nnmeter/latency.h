@@ -6,20 +6,23 @@
 
 namespace nnmeter {
 
-// nn-Meter's Latency: a mean and a standard deviation in milliseconds.
+// nn-Meter's Latency ("avg +- std"): the value recorded for a measurement and its standard deviation, in
+// milliseconds. The value is whichever statistic the measuring protocol chose (the median of one process's
+// rounds, the minimum or median over repeats in fresh processes), not necessarily a mean; nn-Meter's files
+// call it "avg", and the CLI's --json output "latency_ms".
 struct Latency {
-  double avg = 0.0;
+  double value_ms = 0.0;
   double std = 0.0;
 
   // Parses "37.53 +- 0.314" (or a bare number); throws nnmeter::Error on anything else.
   static Latency parse(const std::string& text);
   std::string str() const;  // "37.53 +- 0.314"
 
-  // Adding two latencies adds the means and combines the deviations as independent errors.
+  // Adding two latencies adds the values and combines the deviations as independent errors.
   Latency operator+(const Latency& other) const;
   Latency operator*(double k) const;
-  bool operator<(const Latency& other) const { return avg < other.avg; }
-  bool operator<=(const Latency& other) const { return avg <= other.avg; }
+  bool operator<(const Latency& other) const { return value_ms < other.value_ms; }
+  bool operator<=(const Latency& other) const { return value_ms <= other.value_ms; }
 };
 
 // What a backend's profile() returns: statistics over the measured runs, in milliseconds.

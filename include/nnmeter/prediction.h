@@ -4,7 +4,7 @@
 // the feature parser the builder trained it with. The model latency is the sum of its kernels, times the
 // folder's calibrated composition factor if it has one (composition.json, `nn-meter calibrate`).
 //
-// Fixed on purpose against nn-Meter (reference §9.3–9.5, §13): grouped convs are predicted as `groups`
+// Fixed on purpose against nn-Meter (docs/differences-from-nn-meter.md): grouped convs are predicted as `groups`
 // small convs, not as one dense conv; global pooling uses the real input size; concat features come from
 // the builder's parser; an op without a predictor is never silently 0 ms — it is covered by an
 // element-wise predictor, counted as a 0 ms layout op by construction, or reported as uncovered.
@@ -70,7 +70,7 @@ ModelIr load_onnx_ir(const fs::path& onnx_file, const InputShapes& shapes = {});
 // The same from a serialized ModelProto in memory (e.g. handed over by Python); `origin` names it in messages.
 ModelIr load_onnx_ir_bytes(std::string_view onnx_bytes, const std::string& origin, const InputShapes& shapes = {});
 
-// nn-Meter's IR json (reference §9.1): node name → {inbounds, outbounds, attr: {name, type, input_shape,
+// nn-Meter's IR json: node name → {inbounds, outbounds, attr: {name, type, input_shape,
 // output_shape, attr}}, 4-D shapes in NHWC. Each node also carries "order", its topological index, so
 // that reading the file back gives the same graph order (and therefore the same kernels).
 Json ir_to_nnmeter_json(const ModelIr& ir);

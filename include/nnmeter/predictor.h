@@ -72,11 +72,11 @@ struct RegressorParams {
   static RegressorParams from_json(const Json& j, const std::string& origin);
 };
 
-// nn-Meter's per-kernel random-forest table (reference §4.4). The table is keyed by tflite_cpu,
+// nn-Meter's per-kernel random-forest table. The table is keyed by tflite_cpu,
 // tflite_gpu and openvino_vpu; every other backend (onednn_cpu, customized ones) uses the tflite_cpu row.
 // Kernels without tuned settings get max_depth 50, 370 trees and all features — nn-Meter's "auto"
 // fallback, which crashes with scikit-learn >= 1.3, fixed. Conv/dwconv variants share the conv-bn-relu /
-// dwconv-bn-relu rows (they share those predictors at prediction time, reference §9.5).
+// dwconv-bn-relu rows (they share those predictors at prediction time).
 RegressorParams default_regressor_params(const std::string& kernel_type, const std::string& backend_name);
 
 // Gradient-boosting defaults (300 rounds, eta 0.1, depth 6, subsample 0.8), seed 10.
@@ -132,7 +132,7 @@ class KernelRegressor {
 };
 
 // ---------------------------------------------------------------------------------------------------------
-// Metrics and split (reference §4.2–4.3)
+// Metrics and split, as nn-Meter computes them
 
 struct LatencyMetrics {
   double rmse = 0;            // sqrt(mean((pred − true)²)), same unit as the latencies (ms)
@@ -277,7 +277,7 @@ fs::path save_predictor_folder(const fs::path& folder, const PredictorInfo& info
                                const std::vector<KernelModelEntry>& kernels);
 
 // A predictor folder whose kernel models are loaded on first use: a prediction from a fresh process loads
-// only the kernels its model has (issue 41). predict() may be called from several threads.
+// only the kernels its model has. predict() may be called from several threads.
 class LoadedPredictor {
  public:
   LoadedPredictor();

@@ -219,7 +219,7 @@ ProfileOutcome measure_with_protocol(Context& ctx, const std::string& backend, c
 Json outcome_json(const ProfileOutcome& o, const MeasurementProtocol& protocol) {
   Json repeats = Json::array();
   for (const auto& s : o.repeats) repeats.push_back(stats_json(s));
-  return {{"latency", o.latency.str()},           {"latency_ms", o.latency.avg},
+  return {{"latency", o.latency.str()},           {"latency_ms", o.latency.value_ms},
           {"statistic", to_string(protocol.statistic)}, {"repeats_ms", o.repeats_ms},
           {"failed_repeats", o.failed_repeats},   {"repeats", repeats}};
 }
@@ -386,7 +386,7 @@ void benchmark(Context& ctx, const BenchArgs& a) {
                            "per round)", i + 1, s.count, s.min, s.max, s.mean, s.std, s.median));
   }
   print_line(fmt::format("Latency: {} ms  ({:.2f} inferences/s; {})", o.latency.str(),
-                         o.latency.avg > 0 ? 1000.0 / o.latency.avg : 0.0, repeat_summary(o, protocol)));
+                         o.latency.value_ms > 0 ? 1000.0 / o.latency.value_ms : 0.0, repeat_summary(o, protocol)));
 }
 
 }  // namespace

@@ -36,22 +36,22 @@ Latency Latency::parse(const std::string& text) {
   const auto sep = text.find("+-");
   Latency out;
   if (sep == std::string::npos) {
-    out.avg = parse_number(trim(text), text);
+    out.value_ms = parse_number(trim(text), text);
   } else {
-    out.avg = parse_number(trim(text.substr(0, sep)), text);
+    out.value_ms = parse_number(trim(text.substr(0, sep)), text);
     out.std = parse_number(trim(text.substr(sep + 2)), text);
   }
-  if (out.avg < 0 || out.std < 0) throw Error("latency '" + text + "' is negative");
+  if (out.value_ms < 0 || out.std < 0) throw Error("latency '" + text + "' is negative");
   return out;
 }
 
-std::string Latency::str() const { return fmt::format("{:.6g} +- {:.6g}", avg, std); }
+std::string Latency::str() const { return fmt::format("{:.6g} +- {:.6g}", value_ms, std); }
 
 Latency Latency::operator+(const Latency& other) const {
-  return Latency{avg + other.avg, std::sqrt(std * std + other.std * other.std)};
+  return Latency{value_ms + other.value_ms, std::sqrt(std * std + other.std * other.std)};
 }
 
-Latency Latency::operator*(double k) const { return Latency{avg * k, std * std::abs(k)}; }
+Latency Latency::operator*(double k) const { return Latency{value_ms * k, std * std::abs(k)}; }
 
 LatencyStats LatencyStats::from_samples(std::vector<double> samples_ms) {
   LatencyStats s;

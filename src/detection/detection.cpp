@@ -1,4 +1,4 @@
-// Kernel detection (reference §9.3 steps 4–6): units → BF chains → nn-Meter's pairwise fusion →
+// Kernel detection, nn-Meter's steps after the rules are read: units → BF chains → nn-Meter's pairwise fusion →
 // kernel records. Pairwise fusion follows nn-Meter: topological order, union-find, the pair check uses
 // the ROOT's type (conv→bn→relu needs BF_conv_bn and BF_conv_relu). MON false: a node with several
 // consumers fuses nothing; MON true: it fuses its first fusible consumer (in topological order) and the

@@ -1,4 +1,4 @@
-// fusion_rules.json → FusionRules (reference §9.3 step 3): BF_<op1>_<op2> pairs, BF chains of more than
+// fusion_rules.json → FusionRules: BF_<op1>_<op2> pairs, BF chains of more than
 // two ops, MON. obey null or missing counts as false; other rules are ignored, as nn-Meter's rule reader
 // does.
 #include <fmt/format.h>

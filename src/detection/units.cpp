@@ -1,4 +1,4 @@
-// Normalised op types and nn-Meter's multi-op units (reference §9.3 steps 1 and 4), matched by direct
+// Normalised op types and nn-Meter's multi-op units, matched by direct
 // patterns on the DAG instead of nn-Meter's subgraph isomorphism over the whole graph: each matcher
 // anchors on the block's last op and walks back through single-consumer producers, so matching is
 // linear in the graph size. Intermediate nodes must have exactly one consumer: a value read elsewhere

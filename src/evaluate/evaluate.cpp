@@ -315,7 +315,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.error = fmt::format("measurement failed: {}", o.error);
       continue;
     }
-    m.measured_ms = o.latency.avg;
+    m.measured_ms = o.latency.value_ms;
     m.repeats_ms = o.repeats_ms;
     m.repeat_times = o.repeat_times;
     const RepeatAgreement one = split_half_agreement({o.repeats_ms}, report.protocol.statistic);
@@ -329,7 +329,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       k.error = fmt::format("measurement failed: {}", it->second.error);
       continue;
     }
-    k.measured_ms = it->second.latency.avg;
+    k.measured_ms = it->second.latency.value_ms;
     k.repeats_ms = it->second.repeats_ms;
   }
   report.calibration_models.assign(std::make_move_iterator(report.models.begin() + static_cast<std::ptrdiff_t>(evaluated)),

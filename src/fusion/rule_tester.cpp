@@ -202,7 +202,7 @@ constexpr int kRemeasurePasses = 3;
 // measurement over sqrt(n)), so that re-measuring narrows the noise band of within_noise.
 Latency pooled(const std::vector<Latency>& passes) {
   double avg = 0, var = 0;
-  for (const auto& l : passes) avg += l.avg, var += l.std * l.std;
+  for (const auto& l : passes) avg += l.value_ms, var += l.std * l.std;
   const auto n = static_cast<double>(passes.size());
   return Latency{avg / n, std::sqrt(var / n) / std::sqrt(n)};
 }
@@ -213,11 +213,11 @@ std::optional<std::string> within_noise(const std::map<std::string, Latency>& la
   double sum = 0, least = std::numeric_limits<double>::infinity(), variance = block.std * block.std;
   for (const auto& op : ops) {
     const Latency& t = latencies.at(op);
-    sum += t.avg;
-    least = std::min(least, t.avg);
+    sum += t.value_ms;
+    least = std::min(least, t.value_ms);
     variance += t.std * t.std;
   }
-  const double margin = (sum - block.avg) - alpha * least;
+  const double margin = (sum - block.value_ms) - alpha * least;
   const double spread = 2 * std::sqrt(variance);
   if (std::fabs(margin) > spread) return std::nullopt;
   return fmt::format("{}: the margin {:.4f} ms is within the measurement noise (±{:.4f} ms); use smaller HW, CIN "
@@ -232,10 +232,10 @@ std::optional<std::string> within_noise(const std::map<std::string, Latency>& la
   const Latency& block = latencies.at("block");
   double fused = 0, apart = 0, variance = block.std * block.std;
   std::set<std::string> models;
-  for (const auto& name : h.fused) fused += latencies.at(name).avg, models.insert(name);
-  for (const auto& name : h.apart) apart += latencies.at(name).avg, models.insert(name);
+  for (const auto& name : h.fused) fused += latencies.at(name).value_ms, models.insert(name);
+  for (const auto& name : h.apart) apart += latencies.at(name).value_ms, models.insert(name);
   for (const auto& name : models) variance += latencies.at(name).std * latencies.at(name).std;
-  const double margin = block.avg - (fused + apart) / 2;
+  const double margin = block.value_ms - (fused + apart) / 2;
   const double spread = 2 * std::sqrt(variance);
   if (std::fabs(margin) > spread) return std::nullopt;
   return fmt::format("{}: the block is {:+.4f} ms from the midpoint of its fused ({:.4f} ms) and separate ({:.4f} ms) "
@@ -303,7 +303,7 @@ Json RuleTester::detect(const std::map<std::string, ProfiledCase>& profiled) con
       rule = {{"obey", nullptr}, {"error", it == profiled.end() ? "not profiled" : it->second.error}};
     if (rule.empty()) {
       std::map<std::string, double> ms;
-      for (const auto& [model, latency] : it->second.latencies) ms[model] = latency.avg;
+      for (const auto& [model, latency] : it->second.latencies) ms[model] = latency.value_ms;
       try {
         rule = entry.testcase->run_test(ms);
         if (!rule.is_object() || !rule.contains("obey") || !rule["obey"].is_boolean())

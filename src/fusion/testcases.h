@@ -8,7 +8,7 @@
 
 namespace nnmeter::fusion {
 
-// BasicFusion (reference §8): each op alone on its input shape, and the block op1 → op2 [→ op3 …]; a
+// nn-Meter's BasicFusion: each op alone on its input shape, and the block op1 → op2 [→ op3 …]; a
 // two-input operator takes its extra operand as an extra model input. An operator named twice or more is
 // named <op>_<position> (conv_1, conv_2). nn-Meter tests pairs; a longer chain asks whether the backend
 // runs the whole chain as one kernel (ShuffleNet's concat → channelshuffle → split).

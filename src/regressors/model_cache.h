@@ -1,4 +1,4 @@
-// The predictor folder's tree cache (issue 41): <kernel>.trees beside each <kernel>.json holds what
+// The predictor folder's tree cache: <kernel>.trees beside each <kernel>.json holds what
 // predict() needs of that model (trees, power-law baseline, feature layout, target transform) in a compact
 // binary form, so loading a predictor does not parse megabytes of XGBoost JSON in every process.
 // The JSON stays the truth: a cache is used only when it was made of a file with the same content

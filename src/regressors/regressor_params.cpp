@@ -118,7 +118,7 @@ const std::array<Row, 16>& zoo() {
 }
 
 // nn-Meter only tuned conv-bn-relu and dwconv-bn-relu; every conv/dwconv variant is predicted by those
-// two at prediction time (§9.5), so it trains with their settings too.
+// two at prediction time, so it trains with their settings too.
 std::string_view table_kernel(std::string_view kernel) {
   if (kernel.find("dwconv") != std::string_view::npos) return "dwconv-bn-relu";
   if (kernel.find("conv") != std::string_view::npos) return "conv-bn-relu";

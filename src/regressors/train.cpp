@@ -1,4 +1,4 @@
-// One kernel predictor from profiled data: nn-Meter's build_predictor_by_data core (reference §4.2).
+// One kernel predictor from profiled data: nn-Meter's build_predictor_by_data core.
 #include <cmath>
 #include <sstream>
 

@@ -22,7 +22,7 @@ namespace nnmeter {
 
 namespace {
 
-// Booster attributes that make a model file self-describing (style anchor §1.9).
+// Booster attributes that make a model file self-describing.
 constexpr const char* kAttrVersion = "nnmeter_model_version";
 constexpr const char* kAttrFeatures = "nnmeter_feature_names";
 constexpr const char* kAttrTransform = "nnmeter_target_transform";
@@ -125,7 +125,7 @@ void configure(BoosterHandle b, const RegressorParams& p, size_t n_features, dou
   set_param(b, "verbosity", "1");
   set_param(b, "objective", "reg:squarederror");
   // exact: deep sklearn-like trees are fast with it; lossguide with unlimited depth is pathological (0.4 s vs
-  // 499 s measured, dependencies-debian.md §4).
+  // 499 s measured, on this project's build machine).
   set_param(b, "tree_method", "exact");
   set_param(b, "nthread", std::to_string(p.threads));
   set_param(b, "seed", std::to_string(p.seed));

@@ -8,7 +8,7 @@
 namespace nnmeter {
 
 std::string default_predictorbuild_config_yaml() {
-  return R"YAML(# nn-Meter kernel predictor build configuration (see README: "Building kernel predictors").
+  return R"YAML(# nn-Meter kernel predictor build configuration (reference: docs/cli-build.md and docs/config.md).
 # DETAIL: also store each kernel's config next to its latency in profiled_<kernel>.json.
 DETAIL: FALSE
 # IMPLEMENT: kernels are generated as ONNX models.
@@ -116,7 +116,7 @@ KERNELS:
 }
 
 std::string default_ruletest_config_yaml() {
-  return R"YAML(# nn-Meter fusion-rule test configuration (see README: "Fusion rules").
+  return R"YAML(# nn-Meter fusion-rule test configuration (reference: docs/cli-fusion-rules.md and docs/config.md).
 # DETAIL: also record the per-model latencies in detected_fusion_rule.json.
 DETAIL: FALSE
 IMPLEMENT: onnx
@@ -229,13 +229,13 @@ LAYERS_1D:
 
 // Generated from the backends' declared parameters, so that both backends of a workspace accept it as it is.
 std::string tflite_backend_config_yaml() {
-  return "# TFLite's benchmark_model on an Android device over adb, for tflite_cpu and tflite_gpu (README: Backends).\n" +
+  return "# TFLite's benchmark_model on an Android device over adb, for tflite_cpu and tflite_gpu (docs/cli-backends.md).\n" +
          default_backend_config_yaml(tflite::backend_params(false));
 }
 
 std::string openvino_backend_config_yaml() {
   return "# OpenVINO's benchmark_app on this machine, for openvino_vpu (DEVICE: MYRIAD) and openvino_cpu (DEVICE: CPU)\n"
-         "# (README: Backends).\n" +
+         "# (docs/cli-backends.md).\n" +
          default_backend_config_yaml(openvino::backend_params(true));
 }
 

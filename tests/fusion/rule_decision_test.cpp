@@ -1,4 +1,4 @@
-// The rule tester's decisions from given latencies: reference §8's BasicFusion criterion, MON's
+// The rule tester's decisions from given latencies: nn-Meter's BasicFusion criterion, MON's
 // comparison of the two hypotheses, dependency order and dependency handling, DETAIL output, and the
 // checks that refuse bad input before anything is written.
 #include <gtest/gtest.h>
@@ -201,7 +201,7 @@ TEST_F(RuleTesterFixture, DetailAddsLatenciesAndTheirSum) {
   const Json& lat = rules["BF_relu_relu"]["latency"];
   EXPECT_EQ(lat["relu_1"], Latency({0.25, 0.01}).str());
   EXPECT_EQ(lat["block"], Latency({0.75, 0.01}).str());
-  EXPECT_EQ(Latency::parse(lat["ops"].get<std::string>()).avg, 0.75);
+  EXPECT_EQ(Latency::parse(lat["ops"].get<std::string>()).value_ms, 0.75);
   EXPECT_EQ(rules["BF_relu_relu"]["obey"], false);
 }
 

@@ -240,7 +240,7 @@ TEST(RuletestCli, NoisyCasesAreMeasuredAgainUntilDecided) {
   EXPECT_TRUE(rule["obey"].is_null()) << rule.dump();
   EXPECT_TRUE(contains(rule.value("error", ""), "within the measurement noise")) << rule.dump();
   const Json profiled = io::load_json_file(wide / "fusion_rule_test" / "results" / "profiled_results.json");
-  EXPECT_EQ(Latency::parse(profiled["BF_conv_relu"]["block"]["latency"].get<std::string>()).avg, 2.0);
+  EXPECT_EQ(Latency::parse(profiled["BF_conv_relu"]["block"]["latency"].get<std::string>()).value_ms, 2.0);
 }
 
 TEST(RuletestCli, ListsBuiltinOperatorsAndTestcasesThenPlugins) {

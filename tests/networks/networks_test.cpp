@@ -55,15 +55,21 @@ TEST(NetworkSets, ArchitecturesAreWrittenAsTheExporterWritesThem) {
       ops.insert(n.op_type());
       for (const auto& o : n.output()) producer[o] = n.op_type();
       // BN right after a conv is folded into it by the exporter.
-      if (n.op_type() == "BatchNormalization") EXPECT_NE(producer[n.input(0)], "Conv") << arch;
+      if (n.op_type() == "BatchNormalization") {
+        EXPECT_NE(producer[n.input(0)], "Conv") << arch;
+      }
     }
     EXPECT_EQ(ops.count("Split"), 0u) << arch;
     if (arch == "shufflenet_v2_x1_0") {
       EXPECT_EQ(ops.count("Slice"), 26u);  // 13 chunks, as Shape → Gather → Add → Div → Mul → Slice
       EXPECT_EQ(ops.count("Shape"), 13u);
     }
-    if (arch == "densenet121") EXPECT_EQ(ops.count("Pad"), 3u);
-    if (arch == "efficientnet_b0") EXPECT_EQ(ops.count("Sigmoid"), ops.count("Mul"));
+    if (arch == "densenet121") {
+      EXPECT_EQ(ops.count("Pad"), 3u);
+    }
+    if (arch == "efficientnet_b0") {
+      EXPECT_EQ(ops.count("Sigmoid"), ops.count("Mul"));
+    }
     // It loads with static shapes: the exporter's shape arithmetic folds.
     const fs::path file = fs::temp_directory_path() / ("nnmeter_networks_" + arch + ".onnx");
     io::write_file_atomic(file, m.SerializeAsString());

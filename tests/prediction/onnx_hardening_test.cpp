@@ -292,7 +292,7 @@ TEST(OnnxHardening, GeneratedNamesStayUniqueAndStable) {
   EXPECT_EQ(names, (std::vector<std::string>{"x", "Relu", "Relu_1", "Relu_2", "Relu_3", "x_1"}));
 }
 
-// The chain of issue 15 (20,000 unnamed Relus, 457 KB): converting it took 29 s and 4 GB while names were
+// A fuzzed chain (20,000 unnamed Relus, 457 KB): converting it took 29 s and 4 GB while names were
 // found by retrying every suffix. Here it only has to convert, completely and in order.
 TEST(OnnxHardening, LongChainsConvert) {
   const ModelIr ir = onnx_to_ir(relu_chain(20000), "chain");

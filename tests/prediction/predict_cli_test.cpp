@@ -1,5 +1,5 @@
 // nn-meter predict / get_ir through the real binary: nn-Meter's result lines, the breakdown, --json, the IR
-// round trip, and every bad input of issue 6 (one line on stderr, non-zero exit, no partial files).
+// round trip, and every bad input a user tried (one line on stderr, non-zero exit, no partial files).
 #include "networks/architectures.h"
 #include "prediction/prediction_fixtures.h"
 

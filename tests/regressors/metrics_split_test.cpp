@@ -1,4 +1,4 @@
-// nn-Meter's latency metrics (reference §4.3), the 80/20 split and the regressor parameter table (§4.4).
+// nn-Meter's latency metrics, the 80/20 split and the regressor parameter table.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Model files are checked structurally on load (issue 15): a tree whose links point back made predict()
+// Model files are checked structurally on load: a tree whose links point back made predict()
 // spin forever, and out-of-range links or features read outside the node and row arrays. Each defect is
 // one Error naming the file and the tree.
 #include <gtest/gtest.h>

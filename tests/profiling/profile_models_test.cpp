@@ -49,7 +49,7 @@ TEST_F(ProfileModels, CrashHangAndErrorCostOneSampleEach) {
   ASSERT_EQ(outcomes.size(), jobs.size());
   for (const std::string id : {"AAAAAA", "CCCCCC", "FFFFFF"}) {
     EXPECT_TRUE(outcomes.at(id).ok) << id << ": " << outcomes.at(id).error;
-    EXPECT_DOUBLE_EQ(outcomes.at(id).latency.avg, 2.0);
+    EXPECT_DOUBLE_EQ(outcomes.at(id).latency.value_ms, 2.0);
     ASSERT_EQ(outcomes.at(id).repeats.size(), 1u);
     EXPECT_EQ(outcomes.at(id).repeats.front().count, 3);
   }
@@ -113,7 +113,7 @@ TEST_F(ProfileModels, RepeatsRunInFreshProcessesAndKeepEveryValue) {
     EXPECT_TRUE(o.ok);
     EXPECT_EQ(o.repeats_ms, (std::vector<double>{2.0, 2.0, 2.0}));
     EXPECT_EQ(o.repeat_times.size(), 3u);
-    EXPECT_DOUBLE_EQ(o.latency.avg, 2.0);
+    EXPECT_DOUBLE_EQ(o.latency.value_ms, 2.0);
   }
   EXPECT_EQ(test::count_lines(tmp / "j.jsonl"), 9u);
 }

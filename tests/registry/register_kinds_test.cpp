@@ -6,6 +6,20 @@
 namespace nnmeter::test {
 namespace {
 
+// Registers backend `name` (class `cls` of the library `module`.so installed in `pkg`), creates a workspace
+// for it and connects: the connect run's result.
+CliResult register_and_connect(const fs::path& tmp, const fs::path& home, const fs::path& pkg, const std::string& name,
+                               const std::string& module, const std::string& cls) {
+  write_text(pkg / "meta.yaml", "builtinName: " + name + "\npackageLocation: " + pkg.string() +
+                                    "\nclassModule: " + module + "\nclassName: " + cls + "\n");
+  CliResult r = run_cli({"register", "--backend", (pkg / "meta.yaml").string()}, home);
+  EXPECT_EQ(r.out, "(nn-Meter) Successfully register backend " + name + "\n") << r.err;
+  if (r.exit_code != 0) return r;
+  r = run_cli({"create", "--customized-workspace", (tmp / "ws").string(), "--backend", name}, home);
+  if (r.exit_code != 0) return r;
+  return run_cli({"connect", "--backend", name, "--workspace", (tmp / "ws").string()}, home);
+}
+
 TEST(RegisterKinds, KernelRegisterListUnregister) {
   TempDir tmp;
   const fs::path home = tmp / "home";
@@ -68,19 +82,24 @@ TEST(RegisterKinds, TheEighthClassOfOneLibraryRegistersAndConnects) {
   const fs::path home = tmp / "home";
   const fs::path pkg = tmp / "many";
   install_library(NNMETER_MANY_CLASSES_PLUGIN, pkg, "many_classes.so");
-  write_text(pkg / "meta.yaml", "builtinName: eighth\npackageLocation: " + pkg.string() +
-                                    "\nclassModule: many_classes\nclassName: lastBackend\n");
   write_text(pkg / "op.yaml", "builtin_name: plainop\nimplement: onnx\npackage_location: " + pkg.string() +
                                   "\nclass_module: many_classes\nclass_name: plainOperator\n");
-  CliResult r = run_cli({"register", "--backend", (pkg / "meta.yaml").string()}, home);
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "(nn-Meter) Successfully register backend eighth\n");
   EXPECT_EQ(run_cli({"register", "--operator", (pkg / "op.yaml").string()}, home).out,
             "(nn-Meter) Successfully register operator: plainop\n");
-  ASSERT_EQ(run_cli({"create", "--customized-workspace", (tmp / "ws").string(), "--backend", "eighth"}, home).exit_code, 0);
-  r = run_cli({"connect", "--backend", "eighth", "--workspace", (tmp / "ws").string()}, home);
+  const CliResult r = register_and_connect(tmp.path(), home, pkg, "eighth", "many_classes", "lastBackend");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "eighth of eight\n");
+}
+
+// The contract is the C ABI: a backend written in C against plugin_abi.h alone registers and connects.
+TEST(RegisterKinds, ABackendWrittenInCRegistersAndConnects) {
+  TempDir tmp;
+  const fs::path home = tmp / "home";
+  const fs::path pkg = tmp / "cplugin";
+  install_library(NNMETER_C_ABI_PLUGIN, pkg, "c_abi_backend.so");
+  const CliResult r = register_and_connect(tmp.path(), home, pkg, "cback", "c_abi_backend", "cBackend");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "connected from C\n");
 }
 
 TEST(RegisterKinds, PredictorRegisterListUnregisterByVersion) {

@@ -78,7 +78,8 @@ TEST(CliConventions, NamesAreEscapedAndInputsCountedOnce) {
                                  "--output-dir", (dir / "out").string()},
                                 home.path());
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
-  EXPECT_NO_THROW((void)Json::parse(ran.out)) << ran.out;
+  Json parsed;
+  EXPECT_NO_THROW(parsed = Json::parse(ran.out)) << ran.out;
   expect_one_line_error(run_cli({"backend", "onednn_cpu", "run", "--onnx-path", model, "--input", model + ".pb", "--input",
                                  model + ".pb", "--output-dir", (dir / "out2").string()},
                                 home.path()),

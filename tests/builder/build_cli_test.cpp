@@ -54,7 +54,7 @@ TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
     // The label is the minimum of the two repeats, which are kept next to it.
     ASSERT_EQ(entry["repeats_ms"].size(), 2u) << entry.dump();
     const auto repeats = entry["repeats_ms"].get<std::vector<double>>();
-    EXPECT_NEAR(Latency::parse(entry["latency"].get<std::string>()).avg, std::min(repeats[0], repeats[1]),
+    EXPECT_NEAR(Latency::parse(entry["latency"].get<std::string>()).value_ms, std::min(repeats[0], repeats[1]),
                 1e-5 * repeats[0]);  // "avg +- std" keeps 6 significant digits
   }
   const Json accuracy = io::load_json_file(results / "accuracy.json");

@@ -1,45 +1,14 @@
+// A backend's declared parameters resolved against its config: defaults, types and ranges.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "common/io.h"
 #include "nnmeter/backend.h"
-#include "nnmeter/latency.h"
 #include "support/test_support.h"
 
 namespace nnmeter {
 namespace {
-
-TEST(Latency, ParsesAndFormatsNnMeterStrings) {
-  const Latency l = Latency::parse("37.53 +- 0.314");
-  EXPECT_DOUBLE_EQ(l.avg, 37.53);
-  EXPECT_DOUBLE_EQ(l.std, 0.314);
-  EXPECT_EQ(l.str(), "37.53 +- 0.314");
-  EXPECT_EQ(Latency::parse(l.str()).str(), l.str());
-  EXPECT_DOUBLE_EQ(Latency::parse("12").avg, 12.0);
-  for (const char* bad : {"", "abc", "1 +- x", "nan +- 1", "-3 +- 1", "1 +- 2 +- 3"})
-    EXPECT_THROW(Latency::parse(bad), Error) << bad;
-}
-
-TEST(Latency, AdditionCombinesDeviationsAndComparisonIsNotStrict) {
-  const Latency sum = Latency{1.0, 3.0} + Latency{2.0, 4.0};
-  EXPECT_DOUBLE_EQ(sum.avg, 3.0);
-  EXPECT_DOUBLE_EQ(sum.std, 5.0);
-  EXPECT_TRUE((Latency{1.0, 0} <= Latency{1.0, 0}));  // nn-Meter implemented <= as <
-  EXPECT_DOUBLE_EQ((Latency{2.0, 1.0} * 3).std, 3.0);
-}
-
-TEST(LatencyStats, MedianMeanStdMinMax) {
-  const auto s = LatencyStats::from_samples({4.0, 1.0, 3.0, 2.0});
-  EXPECT_EQ(s.count, 4);
-  EXPECT_DOUBLE_EQ(s.median, 2.5);
-  EXPECT_DOUBLE_EQ(s.mean, 2.5);
-  EXPECT_DOUBLE_EQ(s.min, 1.0);
-  EXPECT_DOUBLE_EQ(s.max, 4.0);
-  EXPECT_NEAR(s.std, 1.2909944, 1e-6);
-  EXPECT_NEAR(s.cv(), 1.2909944 / 2.5, 1e-6);
-  EXPECT_DOUBLE_EQ(s.latency().avg, 2.5);
-}
 
 std::vector<BackendParam> params() {
   return {{"NUM_THREADS", BackendParam::Type::Int, 1, "threads", 1, 64},
