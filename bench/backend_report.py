@@ -1,4 +1,5 @@
-"""Turns the raw JSON lines of run_backend_bench.sh into bench/RESULTS-backend.md (markdown on stdout)."""
+"""Turns the raw JSON lines of run_backend_bench.sh into its report (markdown on stdout; bench/RESULTS-backend.md
+quotes one)."""
 import json, math, os, platform, subprocess, sys, time
 
 out = sys.argv[1]

@@ -8,7 +8,3 @@ add_executable(prediction_oracle ${CMAKE_CURRENT_LIST_DIR}/prediction_oracle.cpp
 target_include_directories(prediction_oracle PRIVATE ${CMAKE_SOURCE_DIR}/src)
 target_link_libraries(prediction_oracle PRIVATE nnmeter fmt::fmt)
 
-# Every step of a network timed inside it against the same step of its kernels measured alone.
-add_executable(composition_steps ${CMAKE_CURRENT_LIST_DIR}/composition_steps.cpp)
-target_include_directories(composition_steps PRIVATE ${CMAKE_SOURCE_DIR}/src)
-target_link_libraries(composition_steps PRIVATE nnmeter onnx onnx_proto protobuf::libprotobuf DNNL::dnnl fmt::fmt)

@@ -19,9 +19,8 @@
 # predictors and composition. OUT/timeline has the start of each step: kernels and models measured in one session.
 # INPUT_RESOLUTIONS="128, 160, 192, 224" samples every HW as in networks at those inputs (absent: as at 224).
 # SAMPLE_MODELS=1 adds every layer of the 23 calibration networks (none of the 55) as a sample of its kernel
-# (predictorbuild_config SAMPLE_MODELS); bench/run_sample_models_bench.sh OUT then builds the same workspace
-# without them from the journals and scores both predictors on the same measurements. SAMPLE_MODELS=72, 99 or 135
-# takes the layers of that union of calibration sets instead (still none of the 55).
+# (predictorbuild_config SAMPLE_MODELS); SAMPLE_MODELS=72, 99 or 135 takes the layers of that union of calibration
+# sets instead (still none of the 55).
 # Usage: [BACKEND=onednn_cpu] [PRIOR_ROWS=0] [SEED=1] [KERNELS_EVAL=0] [CALIBRATE=0|1|72|99|135] [EVAL_REPEATS=5]
 #        [INPUT_RESOLUTIONS=...] [SAMPLE_MODELS=0|1|72|99|135]
 #        bench/run_accuracy_bench.sh [OUT] [build-dir]
@@ -33,8 +32,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/calibration_sets.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:-accuracy-bench-output}")"
 build="${2:-build}"
-cmake --build "$build" -j "$(nproc)" --target nn-meter prediction_bench >/dev/null
-freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/prediction_bench
+cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$(dirname "$nnm")/nn-meter-worker"
@@ -60,7 +59,7 @@ if [ "${SAMPLE_MODELS:-0}" != 0 ]; then
   sample_models="SAMPLE_MODELS: [$(printf '%s, ' "${folders[@]}" | sed 's/, $//')]"
 fi
 # PRIOR_ROWS 0 and ALIGNED_CHANNELS 0: nn-Meter's column-wise prior sampling (absent keys take the defaults of
-# `nn-meter create`); bench/run_prior_rows_bench.sh builds the other sampling settings on this run.
+# `nn-meter create`).
 # The prior library's names of the 14 evaluated families: their layers must not be training samples.
 cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
 DETAIL: FALSE

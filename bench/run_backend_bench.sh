@@ -3,7 +3,7 @@
 # back to back for the repeatability figure) and on ONNX Runtime 1.30 CPU, interleaved per model so
 # both engines see the same machine state. Writes raw JSON lines to OUT and the report to stdout.
 #
-# usage: bench/run_backend_bench.sh BUILD_DIR ORT_DIR OUT_DIR > bench/RESULTS-backend.md
+# usage: bench/run_backend_bench.sh BUILD_DIR ORT_DIR OUT_DIR > report.md   (bench/RESULTS-backend.md quotes one run)
 #   ORT_DIR holds node_modules/onnxruntime-node (npm install --ignore-scripts onnxruntime-node@1.30.0)
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")

@@ -19,8 +19,8 @@ build="$(realpath "${3:-$here/../build}")"
   { echo "$out is not a finished run of bench/run_accuracy_bench.sh" >&2; exit 1; }
 calibrate="${CALIBRATE:-$(calibrate_of_run "$out")}"
 calibration_parts "$calibrate" >/dev/null
-# The run's frozen prediction_bench may predate a set; the sets are deterministic, so this checkout's writes the same.
-cmake --build "$build" -j "$(nproc)" --target prediction_bench >/dev/null
+# The run's frozen nn-meter may predate a set; the sets are deterministic, so this checkout's writes the same.
+cmake --build "$build" -j "$(nproc)" --target nn-meter >/dev/null
 make_calibration_sets "$out" "$calibrate" "$build/nn-meter"
 nnm="$out/bin/nn-meter"
 export NN_METER_HOME="$out/home"

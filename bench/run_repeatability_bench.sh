@@ -14,9 +14,9 @@ out="$(realpath -m "${1:?usage: run_repeatability_bench.sh OUT A|B [build-dir]}"
 run="${2:?usage: run_repeatability_bench.sh OUT A|B [build-dir]}"
 build="${3:-build}"
 repeats="${REPEATS:-6}"
-cmake --build "$build" -j "$(nproc)" --target nn-meter repeatability_bench prediction_bench >/dev/null
+cmake --build "$build" -j "$(nproc)" --target nn-meter repeatability_bench >/dev/null
 # A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/repeatability_bench bench/prediction_bench
+freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker bench/repeatability_bench
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$out/bin/nn-meter-worker"
 use_frozen "$(dirname "$NN_METER_WORKER")"

@@ -4,11 +4,10 @@
 # shuffled order), the build's own predictor and every LABEL=PREDICTOR given are calibrated on the 23, the 49 and
 # all 72 (on a CALIBRATE=99 run also on the 27 of span_calibration_models and all 99, on a CALIBRATE=135 run also
 # on the 36 of small_calibration_models and all 135) and scored on the 55, each
-# from a copy of OUT/evaluate's journal (nothing measured again: checked); then
-# bench/composition_kernel_types.py refits the term by least squares and in its other forms on each.
-# Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json), OUT/forms_<label>.txt.
+# from a copy of OUT/evaluate's journal (nothing measured again: checked).
+# Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json).
 # RESCORE_WITH=BUILD_DIR scores with that build's programs (frozen into OUT/bin-rescore) instead of the run's own,
-# into OUT/score-rescore (and OUT/forms-rescore_*.txt): a newer calibrate judged on the same measurement.
+# into OUT/score-rescore: a newer calibrate judged on the same measurement.
 # Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
@@ -21,9 +20,9 @@ shift
 calibrate="$(calibrate_of_run "$out")"
 make_calibration_sets "$out" "$calibrate" "$out/bin/nn-meter"
 mapfile -t sets < <(scored_calibration_sets "$calibrate")
-bin="$out/bin" score="$out/score" forms="$out/forms"
+bin="$out/bin" score="$out/score"
 if [ -n "${RESCORE_WITH:-}" ]; then
-  bin="$out/bin-rescore" score="$out/score-rescore" forms="$out/forms-rescore"
+  bin="$out/bin-rescore" score="$out/score-rescore"
   freeze_binaries "$RESCORE_WITH" "$bin" nn-meter nn-meter-worker
 fi
 nnm="$bin/nn-meter"
@@ -40,5 +39,4 @@ for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
     "$here/score_on_journal.sh" "$nnm" "$out/evaluate" "$score/${label}_$cal" "$predictor" "$out/models" \
       "$out/$cal" "$repeats"
   done
-  python3 "$here/composition_kernel_types.py" "$score/${label}_calibration_models72/results.json" > "${forms}_$label.txt"
 done
