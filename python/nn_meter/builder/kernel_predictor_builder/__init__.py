@@ -3,8 +3,6 @@ import os
 import random
 import shutil
 
-import numpy as np
-
 from ..._native import native as _nnmeter
 from ...utils import dumps, loads, progress_wanted, registry_home
 from ..backends import backend_name
@@ -52,6 +50,7 @@ class KernelPredictor:
 
     def predict(self, features):
         """Latencies (ms) of feature rows (2-D array-like, one row per config)."""
+        import numpy as np  # on use: a plugin host, or an environment without numpy, imports this module too
         return self._model.predict(np.asarray(features, dtype=float))
 
     def __repr__(self):
