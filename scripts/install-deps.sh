@@ -19,7 +19,8 @@ done
 # xgboost CLI package (each found by trying Debian 12 packages on a clean machine). Chromium and pdftotext render the
 # HTML report of `nn-meter evaluate` in its test, as a person would see it; help2man writes the man page.
 # The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
-# write models), torch (predicting a torch.nn.Module) and torchvision (real exports of its models).
+# write models), torch (predicting a torch.nn.Module) and torchvision (real exports of its models);
+# python3-venv gives the pip-install test its fresh virtual environment.
 # flatbuffers writes the TFLite export; Arm NN's TFLite parser runs the exported files in the tests (its
 # only backend on x86, CpuRef, is a separate package that nothing depends on).
 packages=(
@@ -32,6 +33,7 @@ packages=(
   chromium poppler-utils
   help2man
   python3-dev pybind11-dev python3-pytest python3-numpy python3-onnx python3-torch python3-torchvision
+  python3-venv
   libflatbuffers-dev flatbuffers-compiler
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22

@@ -8,10 +8,14 @@ from .._native import native as _nnmeter
 from ..utils import dumps, loads, progress_wanted, registry_home, write_json_atomic
 from .backends import backend_name, connect_backend, Backend
 from .config_manager import builder_config
-from .kernel_predictor_builder import KernelPredictor, check_mode
-from .kernel_predictor_builder.predictor_builder.utils import kernel_entries
-
-DEFAULT_SEED = 1  # the CLI's `nn-meter build --seed` default: a rerun resumes instead of sampling anew
+# The kernel-level steps live with the kernel predictor builder; they are offered here too, as in nn-Meter.
+from .kernel_predictor_builder import (
+    DEFAULT_SEED,
+    build_adaptive_predictor_by_data,
+    build_initial_predictor_by_data,
+    build_predictor_for_kernel,
+    check_mode,
+)
 
 
 def _results_dir(mode="predbuild"):
@@ -38,47 +42,6 @@ def _only_latency(metrics, kwargs):
         raise ValueError(f"only the 'latency' metric is profiled, not {list(metrics)}")
     if kwargs:
         raise TypeError(f"unexpected arguments: {', '.join(sorted(kwargs))}")
-
-
-def _result(result):
-    return KernelPredictor(result["model_file"]), result
-
-
-def build_predictor_for_kernel(kernel_type, backend, init_sample_num=1000, finegrained_sample_num=10, iteration=5,
-                               error_threshold=0.1, predict_label="latency", mark="", seed=DEFAULT_SEED):
-    """nn-Meter's end-to-end demo for one kernel: prior sampling, profiling and training, then
-    `iteration - 1` rounds of fine-grained sampling around the large-error configs. Returns (predictor,
-    kernel_data)."""
-    if predict_label != "latency":
-        raise ValueError("only predict_label='latency' is profiled by nn-meter")
-    out = loads(_nnmeter.build_predictor_for_kernel(builder_config.workspace, backend_name(backend), kernel_type,
-                                                    int(init_sample_num), int(finegrained_sample_num), int(iteration),
-                                                    float(error_threshold), mark, int(seed), progress_wanted(),
-                                                    registry_home()))
-    return KernelPredictor(out["result"]["model_file"]), out["data"]
-
-
-def build_initial_predictor_by_data(kernel_type, backend=None, init_sample_num=20, error_threshold=0.1, mark="",
-                                    predict_label="latency", seed=DEFAULT_SEED):
-    """Prior sampling, profiling and training (build_predictor_for_kernel with one iteration). Returns
-    (predictor, kernel_data)."""
-    return build_predictor_for_kernel(kernel_type, backend or "onednn_cpu", init_sample_num=init_sample_num,
-                                      finegrained_sample_num=1, iteration=1, error_threshold=error_threshold,
-                                      predict_label=predict_label, mark=mark, seed=seed)
-
-
-def build_adaptive_predictor_by_data(kernel_type, kernel_data, backend=None, finegrained_sample_num=20,
-                                     error_threshold=0.1, mark="", predict_label="latency", seed=DEFAULT_SEED):
-    """One round of adaptive sampling: trains on `kernel_data`, samples and profiles `finegrained_sample_num`
-    configs around each large-error config, retrains on everything. Returns (predictor, kernel_data)."""
-    if predict_label != "latency":
-        raise ValueError("only predict_label='latency' is profiled by nn-meter")
-    entries = kernel_entries(kernel_type, kernel_data)
-    out = loads(_nnmeter.build_adaptive_predictor_by_data(builder_config.workspace, backend_name(backend or "onednn_cpu"),
-                                                          kernel_type, dumps(entries), int(finegrained_sample_num),
-                                                          float(error_threshold), mark, int(seed), progress_wanted(),
-                                                          registry_home()))
-    return KernelPredictor(out["result"]["model_file"]), out["data"]
 
 
 def build_latency_predictor(backend, kernels=None, predictor_name="", folder="", ruletest=True, seed=DEFAULT_SEED):

@@ -3,15 +3,14 @@ import os
 import random
 import shutil
 
-import numpy as np
-
 from ..._native import native as _nnmeter
-from ...utils import dumps, loads, registry_home
+from ...utils import dumps, loads, progress_wanted, registry_home
 from ..backends import backend_name
 from ..config_manager import builder_config
 from .predictor_builder.utils import kernel_entries
 
 SAMPLING_MODES = ("prior", "finegrained")
+DEFAULT_SEED = 1  # the CLI's `nn-meter build --seed` default: a rerun resumes instead of sampling anew
 
 
 class BaseConfigSampler:
@@ -51,6 +50,7 @@ class KernelPredictor:
 
     def predict(self, features):
         """Latencies (ms) of feature rows (2-D array-like, one row per config)."""
+        import numpy as np  # on use: a plugin host, or an environment without numpy, imports this module too
         return self._model.predict(np.asarray(features, dtype=float))
 
     def __repr__(self):
@@ -106,13 +106,38 @@ def _copy_to(model_file, save_path):
     return target
 
 
-# nn-Meter also offers these two here; they live with the other end-to-end steps (imported on call, as
-# that module imports this one).
-def build_initial_predictor_by_data(*args, **kwargs):
-    from ..nn_meter_builder import build_initial_predictor_by_data as build
-    return build(*args, **kwargs)
+def build_predictor_for_kernel(kernel_type, backend, init_sample_num=1000, finegrained_sample_num=10, iteration=5,
+                               error_threshold=0.1, predict_label="latency", mark="", seed=DEFAULT_SEED):
+    """nn-Meter's end-to-end demo for one kernel: prior sampling, profiling and training, then
+    `iteration - 1` rounds of fine-grained sampling around the large-error configs. Returns (predictor,
+    kernel_data)."""
+    if predict_label != "latency":
+        raise ValueError("only predict_label='latency' is profiled by nn-meter")
+    out = loads(_nnmeter.build_predictor_for_kernel(builder_config.workspace, backend_name(backend), kernel_type,
+                                                    int(init_sample_num), int(finegrained_sample_num), int(iteration),
+                                                    float(error_threshold), mark, int(seed), progress_wanted(),
+                                                    registry_home()))
+    return KernelPredictor(out["result"]["model_file"]), out["data"]
 
 
-def build_adaptive_predictor_by_data(*args, **kwargs):
-    from ..nn_meter_builder import build_adaptive_predictor_by_data as build
-    return build(*args, **kwargs)
+def build_initial_predictor_by_data(kernel_type, backend=None, init_sample_num=20, error_threshold=0.1, mark="",
+                                    predict_label="latency", seed=DEFAULT_SEED):
+    """Prior sampling, profiling and training (build_predictor_for_kernel with one iteration). Returns
+    (predictor, kernel_data)."""
+    return build_predictor_for_kernel(kernel_type, backend or "onednn_cpu", init_sample_num=init_sample_num,
+                                      finegrained_sample_num=1, iteration=1, error_threshold=error_threshold,
+                                      predict_label=predict_label, mark=mark, seed=seed)
+
+
+def build_adaptive_predictor_by_data(kernel_type, kernel_data, backend=None, finegrained_sample_num=20,
+                                     error_threshold=0.1, mark="", predict_label="latency", seed=DEFAULT_SEED):
+    """One round of adaptive sampling: trains on `kernel_data`, samples and profiles `finegrained_sample_num`
+    configs around each large-error config, retrains on everything. Returns (predictor, kernel_data)."""
+    if predict_label != "latency":
+        raise ValueError("only predict_label='latency' is profiled by nn-meter")
+    entries = kernel_entries(kernel_type, kernel_data)
+    out = loads(_nnmeter.build_adaptive_predictor_by_data(builder_config.workspace, backend_name(backend or "onednn_cpu"),
+                                                          kernel_type, dumps(entries), int(finegrained_sample_num),
+                                                          float(error_threshold), mark, int(seed), progress_wanted(),
+                                                          registry_home()))
+    return KernelPredictor(out["result"]["model_file"]), out["data"]

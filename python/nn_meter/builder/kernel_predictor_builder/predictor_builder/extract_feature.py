@@ -1,6 +1,4 @@
 """Feature extraction: kernel configs to the feature rows the kernel predictors train on."""
-import numpy as np
-
 from ...._native import native as _nnmeter
 from ....utils import dumps, loads, registry_home
 from .utils import collect_kernel_data
@@ -33,6 +31,7 @@ def get_data_by_profiled_results(kernel_type, feature_parser, cfgs_dict, labs_di
                                  predict_label="latency"):
     """(features, labels) as numpy arrays for every profiled entry of `kernel_type`, and a CSV at
     `save_path` (model_path, the config columns, extra features, the label) when given."""
+    import numpy as np  # on use, as in KernelPredictor.predict
     if feature_parser is not None and getattr(feature_parser, "kernel_type", kernel_type) != kernel_type:
         raise ValueError(f"the feature parser is {feature_parser.kernel_type}'s, not {kernel_type}'s")
     data = collect_kernel_data((cfgs_dict, labs_dict) if labs_dict is not None else cfgs_dict)
