@@ -1,4 +1,4 @@
-// Regressor benchmark on the synthetic conv-like dataset (tests/predictor/synthetic_conv.h): random
+// Regressor benchmark on the synthetic conv-like dataset (tests/regressors/synthetic_conv.h): random
 // forest vs gradient boosting, log vs raw target, against the number of training samples. Accuracy is
 // measured on the internal 20 % split and on a separate fresh set of 2000 configs.
 // Usage: predictor_bench [threads]
