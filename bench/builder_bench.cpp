@@ -19,6 +19,7 @@
 #include "common/io.h"
 #include "nnmeter/builder.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/registry.h"
 
 using namespace nnmeter;
 

@@ -21,6 +21,7 @@
 #include "networks/architectures.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
+#include "nnmeter/registry.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/predictor.h"
 

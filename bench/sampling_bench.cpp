@@ -15,6 +15,7 @@
 #include <iostream>
 #include <string>
 
+#include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
 
 namespace fs = std::filesystem;

@@ -7,35 +7,12 @@
 #include <memory>
 #include <optional>
 
+#include "nnmeter/backend_config.h"
 #include "nnmeter/common.h"
 #include "nnmeter/latency.h"
 
 namespace nnmeter {
 
-class Registry;
-
-// One declared backend parameter. From this single declaration come the default backend_config.yaml,
-// validation of a loaded config and the flags of `nn-meter backend NAME ...`.
-struct BackendParam {
-  enum class Type { Int, Float, Bool, String };
-  std::string name;  // the YAML key, e.g. "NUM_THREADS"
-  Type type = Type::String;
-  Json default_value;
-  std::string help;
-  // Accepted range of an Int or Float value. Unset: any finite Float, any Int a 32-bit int holds.
-  std::optional<double> min, max;
-};
-// One declaration in one call, e.g. backend_param("NUM_THREADS", BackendParam::Type::Int, 1, "threads", 1, 64).
-BackendParam backend_param(std::string name, BackendParam::Type type, Json default_value, std::string help,
-                           std::optional<double> min = std::nullopt, std::optional<double> max = std::nullopt);
-const char* to_string(BackendParam::Type type);
-BackendParam::Type backend_param_type_from_string(const std::string& name);  // "int", "float", ...
-
-// Fills defaults into `config` and checks every key against `params`: an unknown key or a value of the
-// wrong type throws Error naming the key (`where` names the file for the message).
-Json resolve_backend_config(const std::vector<BackendParam>& params, const Json& config, const std::string& where);
-// The default backend_config.yaml text, one commented key per parameter.
-std::string default_backend_config_yaml(const std::vector<BackendParam>& params);
 
 // A dense float32 tensor with a name, as the ONNX model's inputs and outputs are named.
 struct Tensor {
@@ -76,7 +53,7 @@ class Backend {
   virtual std::optional<int> kernel_count(const std::vector<fs::path>& /*backend_files*/) { return std::nullopt; }
 };
 
-// A backend the registry can construct by name.
+// A backend the registry can construct by name (the lookups are in nnmeter/registry.h).
 struct BackendInfo {
   std::string name;
   bool customized = false;  // registered as a plugin
@@ -92,19 +69,5 @@ struct BackendInfo {
   bool remote_device = false;
 };
 
-// Builtin backends compiled into libnnmeter, in listing order.
-std::vector<BackendInfo> builtin_backends();
-
-// All backends: builtins first, then the ones registered in `registry`.
-std::vector<BackendInfo> list_backends(const Registry& registry);
-// Looks a backend up by name (registered plugins and builtins); unknown names throw Error listing the
-// known ones.
-BackendInfo find_backend(const Registry& registry, const std::string& name);
-// find_backend + resolve the config + construct: nn-Meter's connect_backend.
-std::unique_ptr<Backend> connect_backend(const Registry& registry, const std::string& name, const Json& config,
-                                         const std::string& config_origin = "backend_config.yaml");
-
-// MMDeploy's check_env line for one backend: "<name>:\t<version>" or "<name>:\tNone".
-std::string check_env_line(const BackendInfo& info);
 
 }  // namespace nnmeter

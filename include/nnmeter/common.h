@@ -24,4 +24,8 @@ class Error : public std::runtime_error {
 // Semantic version of nn-meter itself.
 const char* version();
 
+// The nn-meter-worker program that hosts profiling and plugin checks: $NN_METER_WORKER, else the one built
+// or installed with the loaded libnnmeter. Throws Error if none exists.
+fs::path find_worker_executable();
+
 }  // namespace nnmeter

@@ -14,7 +14,7 @@
 
 #include "nnmeter/common.h"
 #include "nnmeter/prediction.h"
-#include "nnmeter/protocol.h"
+#include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 
 namespace nnmeter {

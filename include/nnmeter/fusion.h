@@ -10,8 +10,6 @@
 
 namespace nnmeter {
 
-class Registry;
-
 class Operator {
  public:
   virtual ~Operator() = default;
@@ -51,9 +49,5 @@ struct TestCaseInfo {
   std::function<std::unique_ptr<TestCase>(const Json& ruletest_config)> create;
 };
 
-std::vector<OperatorInfo> builtin_operators();
-std::vector<TestCaseInfo> builtin_testcases();
-std::vector<OperatorInfo> list_operators(const Registry& registry);
-std::vector<TestCaseInfo> list_testcases(const Registry& registry);
 
 }  // namespace nnmeter

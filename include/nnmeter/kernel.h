@@ -10,8 +10,6 @@
 
 namespace nnmeter {
 
-class Registry;
-
 // A kernel configuration, e.g. {"HW": 28, "CIN": 32, "COUT": 64, "KERNEL_SIZE": 3, "STRIDES": 1}.
 using KernelConfig = Json;
 
@@ -63,11 +61,5 @@ struct KernelInfo {
   std::function<KernelSuite(const Json& predictorbuild_config)> create;
 };
 
-// Builtin kernels compiled into libnnmeter, in listing order.
-std::vector<KernelInfo> builtin_kernels();
-// Builtins first, then registered ones.
-std::vector<KernelInfo> list_kernels(const Registry& registry);
-// Unknown names throw Error listing the known ones.
-KernelInfo find_kernel(const Registry& registry, const std::string& name);
 
 }  // namespace nnmeter

@@ -66,9 +66,6 @@ struct ProfileBatch {
   fs::path error_log;
 };
 
-// The nn-meter-worker program that hosts profiling and plugin checks: $NN_METER_WORKER, else the one built
-// or installed with the loaded libnnmeter. Throws Error if none exists.
-fs::path find_worker_executable();
 
 // Profiles every repeat of every job not yet in `journal` (REPEATS of options.backend_config, each
 // repeat in a worker process that measures no other repeat of that job), appending one durable record per
@@ -96,5 +93,28 @@ std::string describe_drift(const std::vector<DriftSeries>& drift);
 
 // The worker side, run by `nn-meter-worker profile-worker`: reads requests on stdin, answers on `result_fd`.
 int run_profile_worker(int result_fd);
+
+// ---------------------------------------------------------------------------------------------------------
+// The statistics of a sample's repeats
+
+// The label of a sample from its repeats (each a repeat's own central value).
+double repeat_label(const std::vector<double>& repeats_ms, RepeatStatistic statistic);
+// Whether a sample's label can be final: min — the two lowest repeats agree within `tolerance` (the minimum was
+// reached twice); median, mean — the label of all repeats is within `tolerance` of the label without the last.
+// Fewer than two repeats never settle.
+bool repeats_settled(const std::vector<double>& repeats_ms, RepeatStatistic statistic, double tolerance);
+
+// How well the measurement repeats itself: each sample's repeats are split into two halves (alternating,
+// in measuring order), each half gives its own label, and the two labels agree within ±5 % / ±10 % (of the
+// smaller) for these shares of the samples. Samples with fewer than two repeats are left out. It is the
+// ceiling for any predictor judged against one such label, and a conservative one: each half has half
+// the repeats of the full label.
+struct RepeatAgreement {
+  size_t samples = 0;
+  double within5 = 0, within10 = 0;
+  double median_deviation = 0;  // median |a - b| / min(a, b) over the samples
+  Json to_json() const;
+};
+RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& repeats_per_sample, RepeatStatistic statistic);
 
 }  // namespace nnmeter

@@ -1,10 +1,11 @@
-// The measurement protocol, shared by every backend. A latency measured in one process does not repeat
-// in the next one (the level is set per process), so a sample is measured in REPEATS independent
-// repeats, each in a fresh worker process, the repeats of all samples interleaved in a shuffled order,
-// and its label is a statistic of the repeats.
+// The measurement protocol, shared by every backend. A latency measured in one process does not repeat in the
+// next one (the level is set per process), so a sample is measured in REPEATS independent repeats, each in a
+// fresh worker process, the repeats of all samples interleaved in a shuffled order, and its label is a
+// statistic of the repeats. This header declares the protocol's keys; the statistics of the repeats are in
+// nnmeter/profiling.h.
 #pragma once
 
-#include "nnmeter/backend.h"
+#include "nnmeter/backend_config.h"
 
 namespace nnmeter {
 
@@ -38,24 +39,4 @@ bool is_protocol_key(const std::string& key);
 // The config without the protocol keys: what a backend is constructed with.
 Json backend_only(const Json& config);
 const char* to_string(RepeatStatistic statistic);
-// The label of a sample from its repeats (each a repeat's own central value).
-double repeat_label(const std::vector<double>& repeats_ms, RepeatStatistic statistic);
-// Whether a sample's label can be final: min — the two lowest repeats agree within `tolerance` (the minimum was
-// reached twice); median, mean — the label of all repeats is within `tolerance` of the label without the last.
-// Fewer than two repeats never settle.
-bool repeats_settled(const std::vector<double>& repeats_ms, RepeatStatistic statistic, double tolerance);
-
-// How well the measurement repeats itself: each sample's repeats are split into two halves (alternating,
-// in measuring order), each half gives its own label, and the two labels agree within ±5 % / ±10 % (of the
-// smaller) for these shares of the samples. Samples with fewer than two repeats are left out. It is the
-// ceiling for any predictor judged against one such label, and a conservative one: each half has half
-// the repeats of the full label.
-struct RepeatAgreement {
-  size_t samples = 0;
-  double within5 = 0, within10 = 0;
-  double median_deviation = 0;  // median |a - b| / min(a, b) over the samples
-  Json to_json() const;
-};
-RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& repeats_per_sample, RepeatStatistic statistic);
-
 }  // namespace nnmeter

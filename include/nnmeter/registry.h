@@ -5,7 +5,10 @@
 
 #include <optional>
 
+#include "nnmeter/backend.h"
 #include "nnmeter/common.h"
+#include "nnmeter/fusion.h"
+#include "nnmeter/kernel.h"
 
 namespace nnmeter {
 
@@ -56,5 +59,36 @@ class Registry {
  private:
   fs::path home_;
 };
+
+// ---------------------------------------------------------------------------------------------------------
+// Modules by name: the builtins compiled into libnnmeter, then the plugins registered in a Registry. The
+// builtins are registered into this folder by the folders that implement them (backends/, sampling/,
+// fusion/) when the library loads, so the lookups depend on no folder above.
+
+// Builtin backends, in listing order.
+std::vector<BackendInfo> builtin_backends();
+// All backends: builtins first, then the ones registered in `registry`.
+std::vector<BackendInfo> list_backends(const Registry& registry);
+// Looks a backend up by name (registered plugins and builtins); unknown names throw Error listing the
+// known ones.
+BackendInfo find_backend(const Registry& registry, const std::string& name);
+// find_backend + resolve the config + construct: nn-Meter's connect_backend.
+std::unique_ptr<Backend> connect_backend(const Registry& registry, const std::string& name, const Json& config,
+                                         const std::string& config_origin = "backend_config.yaml");
+// MMDeploy's check_env line for one backend: "<name>:\t<version>" or "<name>:\tNone".
+std::string check_env_line(const BackendInfo& info);
+
+// Builtin kernels, in listing order.
+std::vector<KernelInfo> builtin_kernels();
+// Builtins first, then registered ones.
+std::vector<KernelInfo> list_kernels(const Registry& registry);
+// Unknown names throw Error listing the known ones.
+KernelInfo find_kernel(const Registry& registry, const std::string& name);
+
+// The rule tester's builtin operators and test cases, then registered ones.
+std::vector<OperatorInfo> builtin_operators();
+std::vector<TestCaseInfo> builtin_testcases();
+std::vector<OperatorInfo> list_operators(const Registry& registry);
+std::vector<TestCaseInfo> list_testcases(const Registry& registry);
 
 }  // namespace nnmeter

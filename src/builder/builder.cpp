@@ -16,6 +16,7 @@
 #include "nnmeter/networks.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
+#include "nnmeter/registry.h"
 #include "nnmeter/ruletest.h"
 
 namespace nnmeter {

@@ -10,6 +10,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::cli {
 

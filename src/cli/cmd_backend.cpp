@@ -17,6 +17,7 @@
 #include "onnx_io/tensor_file.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
+#include "nnmeter/registry.h"
 #include "registry/plugin_probe.h"
 #include "workspace/config_files.h"
 

@@ -10,6 +10,7 @@
 #include "cli/output.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/machine_check.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::cli {
 

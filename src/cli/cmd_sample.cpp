@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
 #include "nnmeter/workspace.h"
 

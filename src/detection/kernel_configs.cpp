@@ -11,6 +11,7 @@
 #include <set>
 
 #include "detection/internal.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::detection {
 

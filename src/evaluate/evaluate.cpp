@@ -15,6 +15,7 @@
 #include "nnmeter/kernel.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter {
 

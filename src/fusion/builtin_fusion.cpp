@@ -7,6 +7,7 @@
 #include "common/hash.h"
 #include "fusion/operators.h"
 #include "fusion/testcases.h"
+#include "registry/builtins.h"
 
 namespace nnmeter {
 
@@ -95,7 +96,9 @@ std::unique_ptr<Operator> create_builtin_operator(const std::string& name, const
 
 }  // namespace fusion
 
-std::vector<OperatorInfo> builtin_operators() {
+namespace {
+
+std::vector<OperatorInfo> builtin_operator_list() {
   std::vector<OperatorInfo> out;
   for (auto& spec : fusion::all_specs()) {
     OperatorInfo info;
@@ -108,11 +111,15 @@ std::vector<OperatorInfo> builtin_operators() {
   return out;
 }
 
-std::vector<TestCaseInfo> builtin_testcases() {
+std::vector<TestCaseInfo> builtin_testcase_list() {
   TestCaseInfo mon;
   mon.name = "MON";
   mon.create = [](const Json& config) { return fusion::make_mon_case(config); };
   return {mon};
 }
+
+const BuiltinRegistration registration(&builtin_operator_list, &builtin_testcase_list);
+
+}  // namespace
 
 }  // namespace nnmeter

@@ -15,6 +15,7 @@
 #include "fusion/testcases.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/profiling.h"
+#include "nnmeter/registry.h"
 #include "nnmeter/ruletest.h"
 #include "profiling/journal.h"
 

@@ -139,23 +139,6 @@ void check_constant_dims(const onnx::TensorProto& t, const std::string& what, co
 
 }  // namespace
 
-}  // namespace prediction
-
-std::optional<int64_t> bounded_elements(const Shape& shape) {
-  if (shape.size() > kMaxTensorRank) return std::nullopt;
-  int64_t n = 1;
-  for (int64_t d : shape)
-    if (d < 0) return std::nullopt;
-  for (int64_t d : shape) {
-    if (d == 0) return 0;
-    if (n > kMaxTensorElements / d) return std::nullopt;
-    n *= d;
-  }
-  return n;
-}
-
-namespace prediction {
-
 int64_t onnx_opset(const onnx::ModelProto& model) {
   for (const auto& o : model.opset_import())
     if (o.domain().empty() || o.domain() == "ai.onnx") return o.version();

@@ -10,7 +10,6 @@
 #include <optional>
 #include <set>
 
-#include "common/location.h"
 #include "common/progress.h"
 #include "common/rng.h"
 #include "common/worker_process.h"
@@ -130,21 +129,6 @@ void append_error_log(const fs::path& error_log, const std::string& id, const st
 }
 
 }  // namespace
-
-fs::path find_worker_executable() {
-  if (const char* env = std::getenv("NN_METER_WORKER"); env != nullptr && *env != '\0') {
-    if (!fs::is_regular_file(env)) throw Error(std::string("NN_METER_WORKER=") + env + " is not a file");
-    return env;
-  }
-  // The worker built or installed with this very library: beside it in a build tree, in the library's
-  // libexec folder when installed. Any process that loads the library finds the same one.
-  std::error_code ec;
-  if (const fs::path lib_dir = library_dir(); !lib_dir.empty())
-    for (const fs::path& candidate : {lib_dir / "nn-meter-worker", lib_dir / NNMETER_WORKER_FROM_LIBDIR / "nn-meter-worker"})
-      if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal();
-  throw Error("cannot find nn-meter-worker, the program that runs profiling and plugin checks (it is built and "
-              "installed with libnnmeter): reinstall nn-meter or set NN_METER_WORKER to its path");
-}
 
 std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::vector<ProfileBatch>& batches,
                                                                    const ProfilerOptions& options) {

@@ -1,12 +1,16 @@
-// builtin_kernels(): each builtin kernel with its family's config sampler and feature parser. It lives here,
-// above both kernels/ and the samplers, so that kernels/ never depends on sampling/.
+// The builtin kernels, each with its family's config sampler and feature parser, registered as the builtins of
+// registry/builtins.h. It lives here, above both kernels/ and the samplers, so that kernels/ never depends on
+// sampling/.
 #include "kernels/builtin.h"
 #include "kernels/feature_parsers.h"
+#include "registry/builtins.h"
 #include "sampling/builtin_samplers.h"
 
 namespace nnmeter {
 
-std::vector<KernelInfo> builtin_kernels() {
+namespace {
+
+std::vector<KernelInfo> builtins() {
   std::vector<KernelInfo> out;
   for (auto& spec : kernels::builtin_kernel_specs()) {
     KernelInfo info;
@@ -25,5 +29,9 @@ std::vector<KernelInfo> builtin_kernels() {
   }
   return out;
 }
+
+const BuiltinRegistration registration(&builtins);
+
+}  // namespace
 
 }  // namespace nnmeter

@@ -6,7 +6,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/registry.h"
 #include "workspace/config_files.h"
-#include "workspace/config_schema.h"
+#include "workspace_config/config_schema.h"
 #include "workspace/default_configs.h"
 
 namespace nnmeter {

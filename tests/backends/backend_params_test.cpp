@@ -5,6 +5,7 @@
 
 #include "common/io.h"
 #include "nnmeter/backend.h"
+#include "nnmeter/registry.h"
 #include "support/test_support.h"
 
 namespace nnmeter {

@@ -11,6 +11,7 @@
 
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::test {
 

@@ -9,6 +9,7 @@
 #include "backends/onednn/engine.h"
 #include "backends/reference_runtime.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::onednn {
 namespace {

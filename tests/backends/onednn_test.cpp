@@ -18,6 +18,7 @@
 #include "backends/reference_runtime.h"
 #include "common/io.h"
 #include "support/test_support.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter::onednn {
 namespace {

@@ -5,6 +5,7 @@
 
 #include "networks/layers.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 #include "support/cli_expect.h"
 
 namespace nnmeter::test {

@@ -14,6 +14,7 @@
 #include "backends/reference_runtime.h"
 #include "backends/tflite/tflite_export.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 #include "support/test_support.h"
 #include "tflite_schema_generated.h"
 

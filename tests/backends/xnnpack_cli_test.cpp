@@ -4,6 +4,7 @@
 
 #include "networks/layers.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 #include "onnx_io/tensor_file.h"
 #include "support/cli_expect.h"
 

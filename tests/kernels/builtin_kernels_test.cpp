@@ -6,6 +6,7 @@
 
 #include "kernels/kernel_test_util.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter {
 namespace {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 
 namespace nnmeter {
 namespace {

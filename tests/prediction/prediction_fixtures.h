@@ -11,6 +11,7 @@
 #include "networks/layers.h"
 #include "common/io.h"
 #include "nnmeter/prediction.h"
+#include "nnmeter/registry.h"
 #include "support/test_support.h"
 
 namespace nnmeter::test {

@@ -1,6 +1,7 @@
 // The measurement protocol's keys, the label of a sample's repeats and the split-half repeatability.
 #include <gtest/gtest.h>
 
+#include "nnmeter/profiling.h"
 #include "nnmeter/protocol.h"
 
 namespace nnmeter {

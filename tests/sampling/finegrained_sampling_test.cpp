@@ -4,6 +4,7 @@
 #include <set>
 
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 #include "sampling/builtin_samplers.h"
 
 namespace nnmeter {

@@ -7,6 +7,7 @@
 #include "common/io.h"
 #include "kernels/kernel_test_util.h"
 #include "nnmeter/kernel_data.h"
+#include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"
 #include "support/test_support.h"
 

@@ -9,6 +9,7 @@
 
 #include "kernels/config_check.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/registry.h"
 #include "sampling/prior_lib.h"
 #include "support/test_support.h"
 

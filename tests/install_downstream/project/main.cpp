@@ -6,6 +6,7 @@
 #include "nnmeter/kernel.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/predictor.h"
+#include "nnmeter/registry.h"
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;

@@ -1,4 +1,4 @@
-#include "workspace/config_schema.h"
+#include "workspace_config/config_schema.h"
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -9,7 +9,7 @@
 
 #include "kernels/config_check.h"
 #include "nnmeter/sampling.h"
-#include "nnmeter/workspace.h"
+#include "nnmeter/workspace_config.h"
 #include "registry/names.h"
 
 namespace nnmeter {

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "nnmeter/backend.h"
+#include "nnmeter/backend_config.h"
 #include "nnmeter/protocol.h"
 
 namespace nnmeter {
@@ -54,13 +54,6 @@ std::string yaml_scalar(const Json& value) {
 BackendParam backend_param(std::string name, BackendParam::Type type, Json default_value, std::string help,
                            std::optional<double> min, std::optional<double> max) {
   return BackendParam{std::move(name), type, std::move(default_value), std::move(help), min, max};
-}
-
-std::string converted_stem(const fs::path& onnx_path, const std::string& file_name) {
-  if (file_name.empty()) return onnx_path.stem().string();
-  std::string stem = fs::path(file_name).filename().string();
-  if (stem.size() > 5 && stem.ends_with(".onnx")) stem.resize(stem.size() - 5);
-  return stem;
 }
 
 const char* to_string(BackendParam::Type type) {

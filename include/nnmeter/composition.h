@@ -1,0 +1,89 @@
+// Composition: how the device runs a network against the sum of its kernels measured alone, the term
+// `nn-meter calibrate` fits into a predictor folder (composition.json).
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "nnmeter/common.h"
+#include "nnmeter/model_ir.h"
+
+namespace nnmeter {
+
+// Bytes a model touches once per inference, in MB (1e6 bytes): every weight and every op output, float32.
+// A kernel measured alone starts from caches emptied of its own data; inside a network it meets caches
+// full of the layers before it, which costs more the larger the network's footprint against the caches.
+double model_footprint_mb(const ModelIr& ir);
+
+inline constexpr const char* kCompositionFile = "composition.json";  // in the predictor folder, optional
+
+// The calibration networks most like a network correct what the term leaves: networks of one architecture
+// share how they run against their kernels beyond what their footprint says (fused ops the kernels count
+// apart, memory-bound layers slowed by the layers before them), and a network's mix of kernel types says
+// which architecture it resembles. A network is a point (the share of each predictor kernel in its Σ predicted
+// kernels, footprint_weight · ln footprint_mb); the correction is the median, or the inverse-distance mean,
+// of the residuals (measured / the term's prediction) of the k calibration networks nearest to it. Calibrate
+// chooses k, the weight and the statistic by predicting each calibration network from the others, and keeps
+// none (k = 0) unless that beats the term alone.
+struct CompositionNeighbour {
+  std::string model;
+  double footprint_mb = 0;
+  std::map<std::string, double> mix;  // predictor kernel → share of the network's Σ predicted kernels
+  double residual = 1;                // measured / predicted by the term
+};
+struct NeighbourCorrection {
+  enum class Statistic { Median, InverseDistance };
+  int k = 0;  // 0: no correction
+  double footprint_weight = 0;
+  Statistic statistic = Statistic::Median;
+  std::vector<CompositionNeighbour> networks;
+  // kernels_by_type: Σ predicted ms per predictor kernel of the network. 1 with k = 0.
+  double factor(const std::map<std::string, double>& kernels_by_type, double footprint_mb) const;
+};
+std::string to_string(NeighbourCorrection::Statistic s);  // "median" | "inverse_distance"
+// Each predictor kernel's share of Σ kernels_by_type (empty when that is 0).
+std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type);
+
+// latency = Σ unscaled kernels + Σ other kernels × exp(c0 + c1 · ln(footprint_mb)), the footprint clamped to
+// the calibrated range (the term never extrapolates), times the neighbours' correction when calibrate kept one.
+// Unscaled kernels are predictor kernels whose time a network does not change (calibrate keeps them only where
+// networks of families it was not fitted on say so).
+// Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
+// predictor sums its kernels, as nn-Meter does.
+struct CompositionModel {
+  double c0 = 0, c1 = 0;
+  double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
+  std::set<std::string> unscaled_kernels;  // predictor kernel names, e.g. "fc"
+  NeighbourCorrection neighbours;       // k = 0: none
+  Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
+  double factor(double footprint_mb) const;
+  // The term alone. kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels.
+  double latency(double kernels_ms, double unscaled_ms, double footprint_mb) const {
+    return unscaled_ms + (kernels_ms - unscaled_ms) * factor(footprint_mb);
+  }
+  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][; the 7 nearest of 72 calibration networks (median)]"
+  std::string describe() const;
+  // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
+  std::string describe_fit() const;
+  Json to_json() const;
+  // Malformed or out-of-range values → Error naming `origin`.
+  static CompositionModel from_json(const Json& j, const std::string& origin);
+};
+
+// One calibration network: Σ of its predicted kernels, its measured latency, its footprint, and the part
+// of the kernels' sum the term leaves unscaled.
+struct CompositionPoint {
+  double kernels_ms = 0, measured_ms = 0, footprint_mb = 0, unscaled_ms = 0;
+  std::string name = {};  // the network's, for calibration["fit"]
+};
+// Robust (Huber) least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the
+// given unscaled kernels: from 8 networks on, those far off the others' line weigh less. Fewer than 4 points
+// or footprints spanning less than 2× fit the constant only (c1 = 0). How it was fitted goes to
+// calibration["fit"]: {"method": "huber" | "least_squares", "networks", "threshold" (Huber's, in ln
+// units), "down_weighted": [{"model", "weight"}]}. No point, a non-positive value, or unscaled kernels taking all of a
+// network's time → Error.
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels = {});
+
+}  // namespace nnmeter
