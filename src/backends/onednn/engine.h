@@ -5,6 +5,7 @@
 
 #include <memory>
 
+#include "backends/inprocess_backend.h"
 #include "backends/onednn/graph.h"
 #include "nnmeter/backend.h"
 
@@ -27,7 +28,7 @@ enum class Pipeline {
   Profiling,
 };
 
-class Engine {
+class Engine final : public backends::InProcessEngine {
  public:
   Engine(Graph graph, EngineOptions options);
   ~Engine();
@@ -36,7 +37,7 @@ class Engine {
 
   // Copies named inputs into the pipeline's input buffers; throws Error on a missing, unknown or
   // mis-shaped input.
-  void set_inputs(const std::vector<Tensor>& inputs);
+  void set_inputs(const std::vector<Tensor>& inputs) override;
   // Runs the pipeline's primitives once and waits for completion. The profiler times exactly this
   // call with Pipeline::Profiling.
   void execute(Pipeline pipeline = Pipeline::Inference);
@@ -47,19 +48,23 @@ class Engine {
   // Puts the current inputs into the layouts their consumers read (the input edge reorders, run once).
   // execute(Pipeline::Profiling) does it on its own when the inputs changed since; calling it first
   // keeps that work out of the first timed run.
-  void prepare_profiling();
+  void prepare_profiling() override;
   // Before a cold timed run (COLD_CACHE): evicts every buffer a run touches (weights, activations,
   // inputs, outputs) from all cache levels, then writes the buffers `pipeline` reads its inputs from, so
   // the run finds them where a layer inside a network does: weights and its own output in memory, its
   // input just written by the layer before. `fill_bytes` of scratch written between the two leave the
   // caches and TLBs full of other data, as the layers before leave them (backends::fill_caches_with_scratch).
   void start_cold(Pipeline pipeline, size_t fill_bytes = 0);
+  // The profiler times the Profiling pipeline: inputs put into their consumers' layouts once, by
+  // prepare_profiling(), and no edge reorders (docs/profiling.md), as a kernel inside a network never pays them.
+  void execute_profiled() override { execute(Pipeline::Profiling); }
+  void start_cold_profiled(size_t fill_bytes) override { start_cold(Pipeline::Profiling, fill_bytes); }
   // Reads the graph outputs (plain row-major float32) after execute().
   std::vector<Tensor> outputs() const;
-  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) override;
 
   // Inputs the model reads at run time, with their shapes.
-  std::vector<std::pair<std::string, Shape>> input_specs() const;
+  std::vector<std::pair<std::string, Shape>> input_specs() const override;
   // The compiled plan: one entry per primitive with its oneDNN implementation, for the plan file and
   // for checking that layouts only change where they must. Edge reorders carry "edge": "input" or
   // "output". For Pipeline::Profiling, "steps" holds only the timed steps and

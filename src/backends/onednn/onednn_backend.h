@@ -2,14 +2,15 @@
 #pragma once
 
 #include "backends/onednn/engine.h"
-#include "backends/measure.h"
 #include "nnmeter/backend.h"
 
 namespace nnmeter::onednn {
 
 // The parameters of onednn_cpu, declared once: defaults, validation, YAML and CLI flags come from here.
 const std::vector<BackendParam>& backend_params();
-// The registry entry for onednn_cpu.
+// The registry entry for onednn_cpu. Its convert step writes `<name>.onnx` (the model with load-time
+// constants folded, runnable by any ONNX runtime) and `<name>.plan.json` (the compiled pipeline:
+// primitives, implementations, fused ops, reorders, threads, ISA).
 BackendInfo backend_info();
 
 // Settings taken from a config resolved against backend_params().
@@ -17,13 +18,5 @@ EngineOptions engine_options(const Json& config);
 
 // Fixed-seed inputs (uniform in [-1, 1)) for every runtime input of a compiled model.
 std::vector<Tensor> random_inputs(const Engine& engine, uint32_t seed = 0);
-
-// Files written by to_backend: `<name>.onnx` (the model with load-time constants folded, runnable by
-// any ONNX runtime) and `<name>.plan.json` (the compiled pipeline: primitives, implementations, fused
-// ops, reorders, threads, ISA).
-struct BackendFiles {
-  fs::path model, plan;
-};
-BackendFiles find_backend_files(const std::vector<fs::path>& files);
 
 }  // namespace nnmeter::onednn

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/inprocess_backend.h"
 #include "nnmeter/backend.h"
 
 namespace nnmeter::xnnpack {
@@ -17,7 +18,7 @@ struct EngineOptions {
   int threads = 1;
 };
 
-class Engine {
+class Engine final : public backends::InProcessEngine {
  public:
   // `tflite` holds the model's bytes; `origin` names it in messages. Throws Error naming the operator and
   // the reason when the file is malformed or an operator has no XNNPACK lowering.
@@ -27,7 +28,7 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Named inputs in ONNX's layout (4-D as NCHW); copied into the NHWC input buffers outside execute().
-  void set_inputs(const std::vector<Tensor>& inputs);
+  void set_inputs(const std::vector<Tensor>& inputs) override;
   // Runs every operator once, in order, and waits for completion. The profiler times exactly this call.
   void execute();
   // Before a cold timed run (COLD_CACHE): evicts every buffer a run touches (packed weights and the
@@ -35,12 +36,14 @@ class Engine {
   // as a layer inside a network finds its input just written by the layer before; `fill_bytes` of scratch
   // written between the two (backends::fill_caches_with_scratch).
   void start_cold(size_t fill_bytes = 0);
+  void execute_profiled() override { execute(); }
+  void start_cold_profiled(size_t fill_bytes) override { start_cold(fill_bytes); }
   // Graph outputs in ONNX's layout (4-D as NCHW) after execute().
   std::vector<Tensor> outputs() const;
-  std::vector<Tensor> forward(const std::vector<Tensor>& inputs);
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs) override;
 
   // Inputs the model reads, with their ONNX (NCHW) shapes.
-  std::vector<std::pair<std::string, Shape>> input_specs() const;
+  std::vector<std::pair<std::string, Shape>> input_specs() const override;
   // The compiled plan: one entry per operator run (XNNPACK operator, the TFLite op it comes from, the ops
   // fused into it, output shape, fused activation).
   Json plan() const;

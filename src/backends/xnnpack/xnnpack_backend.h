@@ -9,14 +9,9 @@ namespace nnmeter::xnnpack {
 
 // The parameters of xnnpack_cpu, declared once: defaults, validation, YAML and CLI flags come from here.
 const std::vector<BackendParam>& backend_params();
-// The registry entry for xnnpack_cpu.
+// The registry entry for xnnpack_cpu. Its convert step writes `<name>.tflite` (the model XNNPACK runs;
+// TFLite's benchmark_model runs it too) and `<name>.xnnpack.json` (the compiled plan: one XNNPACK operator
+// per step, the ops fused in).
 BackendInfo backend_info();
-
-// Files written by to_backend: `<name>.tflite` (the model XNNPACK runs; TFLite's benchmark_model runs it
-// too) and `<name>.xnnpack.json` (the compiled plan: one XNNPACK operator per step, the ops fused in).
-struct BackendFiles {
-  fs::path model, plan;
-};
-BackendFiles find_backend_files(const std::vector<fs::path>& files);
 
 }  // namespace nnmeter::xnnpack
