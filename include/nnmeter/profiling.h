@@ -56,6 +56,20 @@ struct ProfilerOptions {
     fs::path journal;
   };
   std::optional<Probes> probes;
+
+  // What every run sets: the backend with its config, where registered plugins are and where converted models
+  // go, and the progress label; the rest keep the defaults above until a caller sets them.
+  static ProfilerOptions of(std::string backend, Json backend_config, const Registry& registry, fs::path work_dir,
+                            std::string label);
+  // timeout_s, worker_executable and progress from a caller's settings that hold them under these names
+  // (EvaluateSettings, the rule tester's and the builder's settings).
+  template <class Settings>
+  ProfilerOptions& run_as(const Settings& settings) {
+    timeout_s = settings.timeout_s;
+    worker_executable = settings.worker_executable;
+    progress = settings.progress;
+    return *this;
+  }
 };
 
 // One set of models with its own journal and error log (e.g. one kernel's samples). Several batches

@@ -111,15 +111,9 @@ ProfileBatch Builder::profile_batch(const std::string& kernel_type, const Json& 
 }
 
 ProfilerOptions Builder::profiler_options(const std::string& label) const {
-  ProfilerOptions options;
-  options.backend = settings_.backend;
-  options.backend_config = workspace_.backend_config;
-  options.registry_home = registry_.home();
-  options.work_dir = workspace_.predictor_build_dir() / "converted";
-  options.timeout_s = settings_.timeout_s;
-  options.worker_executable = settings_.worker_executable;
-  options.label = label;
-  options.progress = settings_.progress;
+  ProfilerOptions options = ProfilerOptions::of(settings_.backend, workspace_.backend_config, registry_,
+                                                workspace_.predictor_build_dir() / "converted", label)
+                                .run_as(settings_);
   options.seed = settings_.seed ^ fnv1a(label);
   if (MeasurementProtocol::from_config(workspace_.backend_config).probe_every > 0)
     options.probes = ProfilerOptions::Probes{drift_probe_jobs(), results_dir() / "drift_probes.jsonl"};

@@ -200,12 +200,8 @@ void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, cons
 ProfileOutcome measure_with_protocol(Context& ctx, const std::string& backend, const Json& resolved, const std::string& onnx,
                                      const fs::path& work_dir, const std::string& file_name) {
   const WorkDir state("");
-  ProfilerOptions options;
-  options.backend = backend;
-  options.backend_config = resolved;
-  options.registry_home = ctx.registry.home();
-  options.work_dir = work_dir;
-  options.label = fs::path(onnx).filename().string();
+  ProfilerOptions options =
+      ProfilerOptions::of(backend, resolved, ctx.registry, work_dir, fs::path(onnx).filename().string());
   options.progress = !ctx.json;
   const std::string id = file_name.empty() ? fs::path(onnx).stem().string() : file_name;
   auto outcomes = profile_models({ProfileJob{id, onnx, {}}}, options, state.path() / "journal.jsonl",

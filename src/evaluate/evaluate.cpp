@@ -9,6 +9,7 @@
 #include <functional>
 #include <regex>
 
+#include "common/accuracy.h"
 #include "common/hash.h"
 #include "common/io.h"
 #include "nnmeter/backend.h"
@@ -109,7 +110,7 @@ Json AccuracySummary::to_json() const {
 AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, RepeatStatistic statistic) {
   AccuracySummary s;
   double sq = 0, sum = 0;
-  size_t in5 = 0, in10 = 0;
+  std::vector<double> errors;
   std::vector<std::vector<double>> repeats;
   for (const ModelEvaluation* m : models) {
     const auto e = m->relative_error();
@@ -117,16 +118,15 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
     ++s.models;
     sq += *e * *e;
     sum += *e;
-    in5 += std::abs(*e) <= 0.05;
-    in10 += std::abs(*e) <= 0.10;
+    errors.push_back(*e);
     repeats.push_back(m->repeats_ms);
   }
   if (s.models == 0) return s;
   const auto n = static_cast<double>(s.models);
   s.rmspe = 100 * std::sqrt(sq / n);
   s.mean_error = sum / n;
-  s.within5 = static_cast<double>(in5) / n;
-  s.within10 = static_cast<double>(in10) / n;
+  s.within5 = accuracy::share_within(errors, accuracy::kWithin5);
+  s.within10 = accuracy::share_within(errors, accuracy::kWithin10);
   s.repeatability = split_half_agreement(repeats, statistic);
   return s;
 }
@@ -168,22 +168,22 @@ void split_by_kernels(EvaluateReport& report) {
     }
     if (complete && split.measured_ms > 0) m.split = split;
   }
-  std::map<std::string, std::pair<double, size_t>> squares_within;
+  std::map<std::string, std::vector<double>> errors_by_type;
   for (const auto& [kid, k] : report.kernels) {
     KernelTypeSummary& t = report.by_kernel_type[k.kernel];
     ++t.configs;
     const auto e = k.relative_error();
     if (!e) continue;
     ++t.measured;
-    auto& [sq, within] = squares_within[k.kernel];
-    sq += *e * *e;
-    within += std::abs(*e) <= 0.10;
+    errors_by_type[k.kernel].push_back(*e);
   }
   for (auto& [name, t] : report.by_kernel_type) {
     if (t.measured == 0) continue;
-    const auto& [sq, within] = squares_within[name];
+    const std::vector<double>& errors = errors_by_type[name];
+    double sq = 0;
+    for (double e : errors) sq += e * e;
     t.rmspe = 100 * std::sqrt(sq / static_cast<double>(t.measured));
-    t.within10 = static_cast<double>(within) / static_cast<double>(t.measured);
+    t.within10 = accuracy::share_within(errors, accuracy::kWithin10);
   }
 }
 
@@ -294,15 +294,9 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     }
   }
 
-  ProfilerOptions options;
-  options.backend = report.backend;
-  options.backend_config = report.backend_config;
-  options.registry_home = registry.home();
-  options.work_dir = settings.work_dir / "converted";
-  options.timeout_s = settings.timeout_s;
-  options.worker_executable = settings.worker_executable;
-  options.label = "evaluate";
-  options.progress = settings.progress;
+  ProfilerOptions options =
+      ProfilerOptions::of(report.backend, report.backend_config, registry, settings.work_dir / "converted", "evaluate")
+          .run_as(settings);
   options.seed = settings.seed;
   const auto outcomes = jobs.empty() ? std::map<std::string, ProfileOutcome>{}
                                      : profile_models(jobs, options, settings.work_dir / "journal.jsonl",

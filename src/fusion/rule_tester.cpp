@@ -389,15 +389,10 @@ RuleTestResult RuleTester::run() {
         for (int r = 0; r < repeats; ++r) result.profiled_now += existing.records().count(Journal::key(job.id, r)) == 0;
     }
     result.models += static_cast<int>(jobs.size()) * repeats;
-    ProfilerOptions options;
-    options.backend = m.settings.backend;
-    options.backend_config = m.backend_config;
-    options.registry_home = m.registry.home();
-    options.work_dir = m.root() / "converted";
-    options.timeout_s = m.settings.timeout_s;
-    options.worker_executable = m.settings.worker_executable;
-    options.label = pass == 0 ? "ruletest" : fmt::format("ruletest: re-measuring {} undecided", names.size());
-    options.progress = m.settings.progress;
+    const ProfilerOptions options =
+        ProfilerOptions::of(m.settings.backend, m.backend_config, m.registry, m.root() / "converted",
+                            pass == 0 ? "ruletest" : fmt::format("ruletest: re-measuring {} undecided", names.size()))
+            .run_as(m.settings);
     for (const auto& [id, outcome] : profile_models(jobs, options, journal, m.results() / "profile_error.log")) {
       const auto& [name, model] = job_of.at(id);
       if (outcome.ok) {

@@ -294,6 +294,17 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   return out;
 }
 
+ProfilerOptions ProfilerOptions::of(std::string backend, Json backend_config, const Registry& registry, fs::path work_dir,
+                                    std::string label) {
+  ProfilerOptions o;
+  o.backend = std::move(backend);
+  o.backend_config = std::move(backend_config);
+  o.registry_home = registry.home();
+  o.work_dir = std::move(work_dir);
+  o.label = std::move(label);
+  return o;
+}
+
 std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJob>& jobs, const ProfilerOptions& options,
                                                      const fs::path& journal, const fs::path& error_log) {
   return profile_batches({ProfileBatch{jobs, journal, error_log}}, options).front();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "common/accuracy.h"
 #include "nnmeter/profiling.h"
 
 namespace nnmeter {
@@ -51,12 +52,8 @@ RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& rep
   }
   out.samples = deviations.size();
   if (deviations.empty()) return out;
-  const auto share = [&](double limit) {
-    return static_cast<double>(std::count_if(deviations.begin(), deviations.end(), [&](double d) { return d <= limit; })) /
-           static_cast<double>(deviations.size());
-  };
-  out.within5 = share(0.05);
-  out.within10 = share(0.10);
+  out.within5 = accuracy::share_within(deviations, accuracy::kWithin5);
+  out.within10 = accuracy::share_within(deviations, accuracy::kWithin10);
   out.median_deviation = LatencyStats::from_samples(deviations).median;
   return out;
 }

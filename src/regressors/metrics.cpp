@@ -3,6 +3,7 @@
 #include <numeric>
 
 #include "nnmeter/predictor.h"
+#include "common/accuracy.h"
 #include "common/rng.h"
 
 namespace nnmeter {
@@ -17,7 +18,7 @@ LatencyMetrics latency_metrics(const std::vector<double>& y_pred, const std::vec
   LatencyMetrics m;
   m.count = y_true.size();
   double sq = 0, sq_rel = 0, sum_true = 0;
-  size_t within5 = 0, within10 = 0, within15 = 0;
+  std::vector<double> errors;
   for (size_t i = 0; i < m.count; ++i) {
     if (!(y_true[i] > 0)) throw Error("latency metrics: measured latency " + std::to_string(y_true[i]) + " is not > 0");
     const double diff = y_pred[i] - y_true[i];
@@ -25,17 +26,15 @@ LatencyMetrics latency_metrics(const std::vector<double>& y_pred, const std::vec
     sq += diff * diff;
     sq_rel += rel * rel;
     sum_true += y_true[i];
-    within5 += rel <= 0.05;
-    within10 += rel <= 0.10;
-    within15 += rel <= 0.15;
+    errors.push_back(rel);
   }
   const double n = static_cast<double>(m.count);
   m.rmse = std::sqrt(sq / n);
   m.rmspe = 100.0 * std::sqrt(sq_rel / n);
   m.rmse_over_mean = m.rmse / (sum_true / n);
-  m.acc5 = static_cast<double>(within5) / n;
-  m.acc10 = static_cast<double>(within10) / n;
-  m.acc15 = static_cast<double>(within15) / n;
+  m.acc5 = accuracy::share_within(errors, accuracy::kWithin5);
+  m.acc10 = accuracy::share_within(errors, accuracy::kWithin10);
+  m.acc15 = accuracy::share_within(errors, accuracy::kWithin15);
   return m;
 }
 
