@@ -18,6 +18,12 @@ int64_t numel(const Shape& shape) {
 
 std::string shape_str(const Shape& shape) { return fmt::format("[{}]", fmt::join(shape, ",")); }
 
+Shape row_major_strides(const Shape& dims) {
+  Shape s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
 int64_t HostTensor::numel() const { return onnx_io::numel(dims); }
 
 std::vector<float> HostTensor::to_floats() const {

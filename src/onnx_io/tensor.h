@@ -27,6 +27,8 @@ struct HostTensor {
 
 int64_t numel(const Shape& shape);
 std::string shape_str(const Shape& shape);
+// The strides of a dense row-major tensor of these dims, in elements.
+Shape row_major_strides(const Shape& dims);
 
 // Float, double, integer and bool TensorProtos, raw or typed fields; throws Error naming `where` on external
 // data, an unsupported type, a negative dimension or a value count that does not match the dims.

@@ -257,7 +257,7 @@ struct Engine::Impl final : Lowering {
 
   void check_sizes() {
     for (const auto& n : g.nodes) {
-      if (n.removed) continue;
+      if (g.of(n).removed) continue;
       for (int v : n.outputs)
         if (numel(g.value(v).shape) == 0)
           throw Error(fmt::format("onednn_cpu cannot convert {} node '{}' in {}: output '{}' has zero elements {}", n.op,
@@ -292,7 +292,7 @@ struct Engine::Impl final : Lowering {
     for (int c : v.consumers) {
       const Node& n = g.nodes[static_cast<size_t>(c)];
       const OpDef* def = find_op(n.op);
-      if (!n.removed && !(def && def->picks_layout)) only_layout_pickers = false;
+      if (!g.of(n).removed && !(def && def->picks_layout)) only_layout_pickers = false;
     }
     const auto layouts = conv_layouts(v.shape);
     if (only_layout_pickers || !layouts || layouts->second == plain.get_desc()) return plain;
@@ -313,7 +313,7 @@ struct Engine::Impl final : Lowering {
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       const auto& n = g.nodes[i];
-      if (n.removed) continue;
+      if (g.of(n).removed) continue;
       current = static_cast<int>(i);
       try {
         compile_node(n);

@@ -29,12 +29,6 @@ std::string post_op_name(const PostOp& p) {
 
 memory::dims to_dims(const Shape& s) { return s.empty() ? memory::dims{1} : memory::dims(s.begin(), s.end()); }
 
-memory::dims row_major_strides(const memory::dims& d) {
-  memory::dims s(d.size(), 1);
-  for (size_t i = d.size(); i-- > 1;) s[i - 1] = s[i] * d[i];
-  return s;
-}
-
 memory::desc plain_md(const Shape& s) {
   const auto d = to_dims(s);
   return memory::desc(d, dt::f32, row_major_strides(d));
@@ -139,12 +133,13 @@ dnnl::primitive_attr make_attr(const std::vector<PostOp>& ops) {
   return attr;
 }
 
-Json step_info(const dnnl::primitive_desc_base& pd, const Node& n, const char* primitive) {
+Json Lowering::step_info(const dnnl::primitive_desc_base& pd, const Node& n, const char* primitive) const {
   Json j{{"node", n.name}, {"op", n.op}, {"primitive", primitive}, {"impl", pd.impl_info_str()}};
-  if (!n.fused.empty()) j["fused"] = n.fused;
-  if (!n.post_ops.empty()) {
+  const Fusion& f = graph().of(n);
+  if (!f.fused.empty()) j["fused"] = f.fused;
+  if (!f.post_ops.empty()) {
     Json ops = Json::array();
-    for (const auto& p : n.post_ops) ops.push_back(post_op_name(p));
+    for (const auto& p : f.post_ops) ops.push_back(post_op_name(p));
     j["post_ops"] = ops;
   }
   return j;

@@ -14,7 +14,6 @@ namespace nnmeter::onednn {
 using dnnl::memory;
 
 memory::dims to_dims(const Shape& s);
-memory::dims row_major_strides(const memory::dims& d);
 memory::desc plain_md(const Shape& s);
 memory::desc any_md(const memory::dims& d);
 // A strided layout without blocking (abcd, acdb, ...): its dimension order by decreasing stride.
@@ -32,8 +31,6 @@ std::optional<memory::dims> reshape_strides(const memory::dims& dims, const memo
 Shape pad_rank(const Shape& s, size_t rank);
 memory::dims minus_one(const Shape& s);
 dnnl::primitive_attr make_attr(const std::vector<PostOp>& ops);
-// A step's entry in the plan file.
-Json step_info(const dnnl::primitive_desc_base& pd, const Node& n, const char* primitive);
 
 class Lowering {
  public:
@@ -69,7 +66,9 @@ class Lowering {
   virtual memory constant_memory(const HostTensor& t, const memory::dims& dims, const memory::desc& want) = 0;
   // The same bytes seen with another shape (row-major data only).
   memory alias(const memory& plain, const Shape& shape) const;
-  Attrs attrs(const Node& n) const { return Attrs(*n.proto, graph().origin); }
+  Attrs attrs(const Node& n) const { return graph().attrs(*n.proto); }
+  // A step's entry in the plan file.
+  Json step_info(const dnnl::primitive_desc_base& pd, const Node& n, const char* primitive) const;
 };
 
 }  // namespace nnmeter::onednn

@@ -30,25 +30,26 @@ void absorb(Graph& g, int host, int absorbed) {
   auto& a = g.nodes[static_cast<size_t>(absorbed)];
   h.outputs = a.outputs;
   for (int out : h.outputs) g.values[static_cast<size_t>(out)].producer = host;
-  h.fused.push_back(a.name);
-  a.removed = true;
+  g.of(h).fused.push_back(a.name);
+  g.of(a).removed = true;
 }
 
 void fold_batchnorm(Graph& g) {
   for (size_t bi = 0; bi < g.nodes.size(); ++bi) {
     auto& bn = g.nodes[bi];
-    if (bn.removed || bn.op != "BatchNormalization") continue;
+    if (g.of(bn).removed || bn.op != "BatchNormalization") continue;
     const int x = bn.inputs[0];
     const int ci = g.value(x).producer;
     if (ci < 0 || sole_consumer(g, x) != static_cast<int>(bi)) continue;
     auto& conv = g.nodes[static_cast<size_t>(ci)];
-    if (conv.removed || conv.op != "Conv" || !conv.post_ops.empty() || !g.is_const(conv.inputs[1])) continue;
-    HostTensor w = conv.weight ? *conv.weight : g.constant(conv.inputs[1]);
+    Fusion& cf = g.of(conv);
+    if (cf.removed || conv.op != "Conv" || !cf.post_ops.empty() || !g.is_const(conv.inputs[1])) continue;
+    HostTensor w = cf.weight ? *cf.weight : g.constant(conv.inputs[1]);
     const int64_t m = w.dims[0], per = w.numel() / m;
     HostTensor b{HostTensor::DType::F32, {m}, std::vector<double>(static_cast<size_t>(m), 0.0)};
-    if (conv.bias) b = *conv.bias;
+    if (cf.bias) b = *cf.bias;
     else if (conv.inputs.size() > 2 && conv.inputs[2] >= 0) b = g.constant(conv.inputs[2]);
-    const float eps = Attrs(*bn.proto, g.origin).f("epsilon", 1e-5f);
+    const float eps = g.attrs(*bn.proto).f("epsilon", 1e-5f);
     const auto& gamma = g.constant(bn.inputs[1]).data;
     const auto& beta = g.constant(bn.inputs[2]).data;
     const auto& mean = g.constant(bn.inputs[3]).data;
@@ -59,8 +60,8 @@ void fold_batchnorm(Graph& g) {
       for (int64_t j = 0; j < per; ++j) w.data[static_cast<size_t>(o * per + j)] *= s;
       b.data[i] = (b.data[i] - mean[i]) * s + beta[i];
     }
-    conv.weight = std::move(w);
-    conv.bias = std::move(b);
+    cf.weight = std::move(w);
+    cf.bias = std::move(b);
     absorb(g, ci, static_cast<int>(bi));
   }
 }
@@ -71,8 +72,8 @@ bool accepts_post_ops(const Node& n) {
           n.inputs.size() == 2);
 }
 
-bool has_sum(const Node& n) {
-  for (const auto& p : n.post_ops)
+bool has_sum(const Fusion& f) {
+  for (const auto& p : f.post_ops)
     if (p.kind == PostOp::Kind::Sum) return true;
   return false;
 }
@@ -81,7 +82,7 @@ bool has_sum(const Node& n) {
 bool try_residual(Graph& g, int host, int add) {
   auto& h = g.nodes[static_cast<size_t>(host)];
   const auto& a = g.nodes[static_cast<size_t>(add)];
-  if (h.op != "Conv" || a.op != "Add" || a.inputs.size() != 2 || has_sum(h)) return false;
+  if (h.op != "Conv" || a.op != "Add" || a.inputs.size() != 2 || has_sum(g.of(h))) return false;
   const int out = h.outputs[0];
   const int r = a.inputs[0] == out ? a.inputs[1] : a.inputs[0];
   if (r < 0 || r == out || g.is_const(r) || g.value(r).shape != g.value(out).shape) return false;
@@ -90,7 +91,7 @@ bool try_residual(Graph& g, int host, int add) {
   p.kind = PostOp::Kind::Sum;
   p.residual = r;
   p.from = a.name;
-  h.post_ops.push_back(p);
+  g.of(h).post_ops.push_back(p);
   absorb(g, host, add);
   return true;
 }
@@ -109,14 +110,14 @@ bool try_gated(Graph& g, int host) {
     const auto& m = g.nodes[static_cast<size_t>(mul)];
     if (m.inputs.size() != 2 || g.value(m.outputs[0]).shape != g.value(out).shape) continue;
     if (gate.op == "Sigmoid") {
-      h.post_ops.push_back(eltwise_post_op(algorithm::eltwise_swish, 1.f, 0.f, gate));
+      g.of(h).post_ops.push_back(eltwise_post_op(algorithm::eltwise_swish, 1.f, 0.f, gate));
     } else {
-      Attrs attrs(*gate.proto, g.origin);
+      const Attrs attrs = g.attrs(*gate.proto);
       if (std::fabs(attrs.f("alpha", 0.2f) - 1.f / 6) > 1e-6f || std::fabs(attrs.f("beta", 0.5f) - 0.5f) > 1e-6f) continue;
-      h.post_ops.push_back(eltwise_post_op(algorithm::eltwise_hardswish, 0.f, 0.f, gate));
+      g.of(h).post_ops.push_back(eltwise_post_op(algorithm::eltwise_hardswish, 0.f, 0.f, gate));
     }
-    g.nodes[static_cast<size_t>(gate_index)].removed = true;
-    h.fused.push_back(gate.name);
+    g.of(gate).removed = true;
+    g.of(h).fused.push_back(gate.name);
     absorb(g, host, mul);
     return true;
   }
@@ -126,12 +127,12 @@ bool try_gated(Graph& g, int host) {
 void fuse_post_ops(Graph& g) {
   for (size_t hi = 0; hi < g.nodes.size(); ++hi) {
     const int host = static_cast<int>(hi);
-    if (g.nodes[hi].removed) continue;
+    if (g.fusions[hi].removed) continue;
     if (g.nodes[hi].op == "BatchNormalization") {
       // oneDNN's batch normalization fuses ReLU only (fuse_norm_relu).
       const int c = sole_consumer(g, g.nodes[hi].outputs[0]);
-      if (c >= 0 && g.nodes[static_cast<size_t>(c)].op == "Relu" && g.nodes[hi].post_ops.empty()) {
-        g.nodes[hi].post_ops = eltwise_chain(g, g.nodes[static_cast<size_t>(c)]);
+      if (c >= 0 && g.nodes[static_cast<size_t>(c)].op == "Relu" && g.fusions[hi].post_ops.empty()) {
+        g.fusions[hi].post_ops = eltwise_chain(g, g.nodes[static_cast<size_t>(c)]);
         absorb(g, host, c);
       }
       continue;
@@ -145,7 +146,8 @@ void fuse_post_ops(Graph& g) {
       if (c < 0) break;
       auto chain = eltwise_chain(g, g.nodes[static_cast<size_t>(c)]);
       if (!chain.empty()) {
-        h.post_ops.insert(h.post_ops.end(), chain.begin(), chain.end());
+        auto& post_ops = g.of(h).post_ops;
+        post_ops.insert(post_ops.end(), chain.begin(), chain.end());
         absorb(g, host, c);
         continue;
       }
@@ -167,13 +169,13 @@ int next_node(const Graph& g, const Node& n, const char* op) {
 void fuse_concat_shuffle(Graph& g) {
   for (size_t ci = 0; ci < g.nodes.size(); ++ci) {
     auto& concat = g.nodes[ci];
-    if (concat.removed || concat.op != "Concat" || concat.outputs.size() != 1) continue;
+    if (g.of(concat).removed || concat.op != "Concat" || concat.outputs.size() != 1) continue;
     const Shape& ys = g.value(concat.outputs[0]).shape;
     const int r1 = next_node(g, concat, "Reshape");
     const int t = r1 < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(r1)], "Transpose");
     const int r2 = t < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(t)], "Reshape");
     if (ys.size() < 3 || r2 < 0 || g.value(g.nodes[static_cast<size_t>(r2)].outputs[0]).shape != ys) continue;
-    const Attrs a(*concat.proto, g.origin);
+    const Attrs a = g.attrs(*concat.proto);
     if (normalize_axis(a.i("axis", 1), static_cast<int64_t>(ys.size()), a, "axis") != 1) continue;
     const auto groups = static_cast<int64_t>(concat.inputs.size());
     Shape split = ys;
@@ -186,15 +188,15 @@ void fuse_concat_shuffle(Graph& g) {
     bool parts = groups > 1;
     for (int in : concat.inputs) parts = parts && in >= 0 && g.value(in).shape[1] * groups == ys[1];
     if (!parts || g.value(g.nodes[static_cast<size_t>(r1)].outputs[0]).shape != split ||
-        transpose_perm(split, Attrs(*tr.proto, g.origin)) != swap)
+        transpose_perm(split, g.attrs(*tr.proto)) != swap)
       continue;
-    concat.shuffle_groups = groups;
+    g.of(concat).shuffle_groups = groups;
     for (int absorbed : {r1, t, r2}) absorb(g, static_cast<int>(ci), absorbed);
     // The next ShuffleNet unit splits the shuffled channels again: each part then goes straight to the
     // outputs of that Split (parts of whole groups of g channels).
     const int sp = next_node(g, concat, "Split");
     if (sp < 0) continue;
-    const Attrs sa(*g.nodes[static_cast<size_t>(sp)].proto, g.origin);
+    const Attrs sa = g.attrs(*g.nodes[static_cast<size_t>(sp)].proto);
     bool whole = normalize_axis(sa.i("axis", 0), static_cast<int64_t>(ys.size()), sa, "axis") == 1;
     for (int out : g.nodes[static_cast<size_t>(sp)].outputs) whole = whole && g.value(out).shape[1] % groups == 0;
     if (whole) absorb(g, static_cast<int>(ci), sp);

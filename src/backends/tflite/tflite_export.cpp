@@ -5,7 +5,6 @@
 
 #include <set>
 
-#include "backends/onednn/graph.h"
 #include "backends/tflite/export_ops/op.h"
 #include "common/io.h"
 
@@ -13,7 +12,7 @@ namespace nnmeter::tflite {
 
 namespace {
 
-using onednn::Graph;
+using onnx_io::Graph;
 
 // Ops that only ever appear in load-time subgraphs (shape arithmetic, constants): folded before export.
 const std::set<std::string> kFoldOnly = {"Constant", "Shape", "Size", "Gather", "Slice", "Cast", "Range",
@@ -50,19 +49,13 @@ std::string export_graph(const Graph& g, const std::string& backend) {
 }  // namespace
 
 std::string export_tflite(onnx::ModelProto model, const std::string& origin, const std::string& backend) {
-  // Ops neither exported nor foldable are named here, before the loader's own (onednn_cpu) wording.
+  // Ops neither exported nor foldable are named here with the export's list, before the front end's.
   for (const auto& node : model.graph().node())
     if (!find_export_op(node.op_type()) && !kFoldOnly.count(node.op_type()))
       throw Error(fmt::format("{} cannot convert {} node '{}' in {}: {}", backend, node.op_type(),
                               node.name().empty() ? node.output(0) : node.name(), origin, unsupported(node.op_type())));
-  const auto load = [&] {
-    try {
-      return onednn::load_graph(std::move(model), origin);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{} cannot load {}: {}", backend, origin, e.what()));
-    }
-  };
-  const Graph graph = load();
+  // Every op the front end runs may reach export_graph, which names what TFLite cannot express.
+  const Graph graph = onnx_io::load_graph(std::move(model), origin, onnx_io::Runtime{backend, onnx_io::runtime_ops()});
   return export_graph(graph, backend);
 }
 

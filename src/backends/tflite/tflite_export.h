@@ -1,8 +1,8 @@
 // ONNX -> .tflite (float32), written with flatbuffers against TFLite's schema (tflite_schema.fbs). The ONNX
-// model is loaded as onednn_cpu loads it (static shapes, shape subgraphs and constants folded), then each
-// runtime node becomes TFLite builtin ops the way TFLite's converter writes them: 4-D activations NHWC
-// (the model's 4-D inputs and outputs too), Conv/DepthwiseConv weights in TFLite's layouts with
-// BatchNormalization folded in, ReLU/ReLU6 fused into the producing op, x*HardSigmoid(x) as HARD_SWISH.
+// model is loaded through the front end (onnx_io/graph.h: static shapes, shape subgraphs and constants
+// folded), then each runtime node becomes TFLite builtin ops the way TFLite's converter writes them: 4-D
+// activations NHWC (the model's 4-D inputs and outputs too), Conv/DepthwiseConv weights in TFLite's layouts
+// with BatchNormalization folded in, ReLU/ReLU6 fused into the producing op, x*HardSigmoid(x) as HARD_SWISH.
 #pragma once
 
 #include <onnx/onnx_pb.h>

@@ -7,22 +7,12 @@ namespace nnmeter::onednn {
 
 namespace {
 
-std::vector<Shape> batchnorm_shape(const ShapeContext& cx) {
-  if (cx.attrs.i("training_mode", 0) != 0) cx.attrs.fail("training_mode", "= 1; onednn_cpu runs inference only");
-  if (cx.attrs.i("spatial", 1) != 1) cx.attrs.fail("spatial", "= 0 is not supported");
-  const Shape& x = cx.in(0);
-  cx.require_rank(x, 2, 5, "input 0");
-  for (size_t i = 1; i <= 4; ++i)
-    if (numel(cx.in(i)) != x[1]) cx.attrs.fail(fmt::format("input {}", i), "must have one value per channel");
-  return {x};
-}
-
 void lower_batchnorm_primitive(Lowering& cx, const Node& n) {
   const Graph& g = cx.graph();
   const memory& x = cx.mem(n.inputs[0]);
   const int64_t c = g.value(n.inputs[0]).shape[1];
   auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale_shift;
-  if (!n.post_ops.empty()) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  if (!g.of(n).post_ops.empty()) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
   const float eps = cx.attrs(n).f("epsilon", 1e-5f);
   dnnl::batch_normalization_forward::desc d(dnnl::prop_kind::forward_inference, x.get_desc(), eps, flags);
   const dnnl::batch_normalization_forward::primitive_desc pd(d, cx.engine());
@@ -35,7 +25,7 @@ void lower_batchnorm_primitive(Lowering& cx, const Node& n) {
                                        {DNNL_ARG_VARIANCE, cx.host_memory(g.constant(n.inputs[4]), pd.variance_desc())},
                                        {DNNL_ARG_DST, cx.new_output(n.outputs[0], pd.dst_desc())}};
   if (pd.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), cx.engine());
-  cx.add_step(dnnl::batch_normalization_forward(pd), std::move(args), step_info(pd, n, "batch_normalization"));
+  cx.add_step(dnnl::batch_normalization_forward(pd), std::move(args), cx.step_info(pd, n, "batch_normalization"));
 }
 
 // Inference BatchNormalization is a per-channel affine map x·a + b. oneDNN's batch-norm primitive has a
@@ -60,22 +50,18 @@ void lower_batchnorm(Lowering& cx, const Node& n) {
   const memory::desc src_md = arrived == plain_md(xs) ? any_md(to_dims(xs)) : arrived;
   dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src_md,
                                     any_md(wdims), any_md({c}), any_md(to_dims(xs)), {1, 1}, {0, 0}, {0, 0});
-  const dnnl::convolution_forward::primitive_desc pd(d, make_attr(n.post_ops), cx.engine());
+  const dnnl::convolution_forward::primitive_desc pd(d, make_attr(g.of(n).post_ops), cx.engine());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, cx.as_desc(n.inputs[0], pd.src_desc())},
                                        {DNNL_ARG_WEIGHTS, cx.constant_memory(w, wdims, pd.weights_desc())},
                                        {DNNL_ARG_BIAS, cx.constant_memory(b, {c}, pd.bias_desc())}};
   args[DNNL_ARG_DST] = conv_dst(cx, n, pd.dst_desc());
-  Json step = step_info(pd, n, "convolution");
+  Json step = cx.step_info(pd, n, "convolution");
   step["as"] = "depthwise 1x1 convolution";
   cx.add_step(dnnl::convolution_forward(pd), std::move(args), std::move(step));
 }
 
 const OpRegistration batchnorm_ops({
-    {.name = "BatchNormalization",
-     .attributes = {"epsilon", "momentum", "training_mode", "spatial", "is_test", "consumed_inputs"},
-     .shape = batchnorm_shape,
-     .lower = lower_batchnorm,
-     .parameters_from = 1},
+    {.name = "BatchNormalization", .lower = lower_batchnorm},
 });
 
 }  // namespace

@@ -1,7 +1,4 @@
-// Elementwise binary and n-ary ops with numpy broadcasting (one oneDNN binary per pair of inputs), and
-// the broadcasting ops folded at load time only.
-#include <cmath>
-
+// Elementwise binary and n-ary ops with numpy broadcasting: one oneDNN binary per pair of inputs.
 #include "backends/onednn/ops/op.h"
 
 namespace nnmeter::onednn {
@@ -9,18 +6,6 @@ namespace nnmeter::onednn {
 namespace {
 
 using DType = HostTensor::DType;
-
-std::vector<Shape> nary_shape(const ShapeContext& cx) {
-  if (cx.n.inputs.empty()) cx.attrs.fail("inputs", "are missing");
-  Shape out = cx.in(0);
-  for (size_t i = 1; i < cx.n.inputs.size(); ++i) {
-    const auto s = broadcast_shapes(out, cx.in(i));
-    if (!s) cx.attrs.fail("inputs", fmt::format("shapes {} and {} do not broadcast", shape_str(out), shape_str(cx.in(i))));
-    out = *s;
-  }
-  cx.require_rank(out, 0, 12, "output");
-  return {out};
-}
 
 // An operand of a binary primitive that need not be a graph value (n-ary chains make temporaries).
 struct Operand {
@@ -75,7 +60,7 @@ memory binary(Lowering& cx, dnnl::algorithm alg, Operand a, Operand b, const Sha
   if (out_value >= 0) cx.bind(out_value, out.size() == pa.size() ? dst : cx.alias(dst, out));
   if (out_value >= 0 && out.size() != pa.size()) cx.keep(dst);
   cx.add_step(dnnl::binary(pd), {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}},
-              step_info(pd, n, "binary"));
+              cx.step_info(pd, n, "binary"));
   return dst;
 }
 
@@ -91,71 +76,20 @@ void lower_nary(Lowering& cx, const Node& n) {
     const bool last = i + 1 == n.inputs.size();
     Operand b{cx.mem(n.inputs[i]), g.value(n.inputs[i]).shape, n.inputs[i]};
     const auto shape = *broadcast_shapes(acc.shape, b.shape);
-    const memory r = binary(cx, alg, acc, b, shape, last ? n.post_ops : std::vector<PostOp>{}, n, last ? n.outputs[0] : -1);
+    const memory r = binary(cx, alg, acc, b, shape, last ? g.of(n).post_ops : std::vector<PostOp>{}, n, last ? n.outputs[0] : -1);
     if (!last) cx.keep(r);
     acc = Operand{r, shape, -1};
   }
 }
 
-template <typename Fn>
-bool fold_binary(const FoldContext& cx, std::vector<HostTensor>& out, Fn fn, std::optional<DType> dtype = std::nullopt) {
-  const auto shape = broadcast_shapes(cx.c(0).dims, cx.c(1).dims);
-  if (!shape)
-    cx.attrs.fail("inputs", fmt::format("shapes {} and {} do not broadcast", shape_str(cx.c(0).dims), shape_str(cx.c(1).dims)));
-  HostTensor r = broadcast_binary(cx.c(0), cx.c(1), *shape, fn);
-  if (dtype) r.dtype = *dtype;
-  if (r.dtype == DType::F32)
-    for (auto& v : r.data) v = static_cast<float>(v);
-  return emit(out, std::move(r));
-}
-
-bool fold_div(const FoldContext& cx, std::vector<HostTensor>& out) {
-  const bool integer = cx.c(0).dtype == DType::I64 && cx.c(1).dtype == DType::I64;
-  return fold_binary(cx, out, [integer](double a, double b) {
-    if (!integer) return a / b;
-    return b == 0 ? 0.0 : std::trunc(a / b);
-  });
-}
-
-bool fold_where(const FoldContext& cx, std::vector<HostTensor>& out) {
-  auto s = broadcast_shapes(cx.c(0).dims, cx.c(1).dims);
-  if (s) s = broadcast_shapes(*s, cx.c(2).dims);
-  if (!s) cx.attrs.fail("inputs", "do not broadcast");
-  const HostTensor a = broadcast_binary(cx.c(1), cx.c(0), *s, [](double x, double cond) { return cond != 0 ? x : NAN; });
-  HostTensor r = broadcast_binary(a, cx.c(2), *s, [](double x, double y) { return std::isnan(x) ? y : x; });
-  r.dtype = cx.c(1).dtype;
-  return emit(out, std::move(r));
-}
-
-bool fold_expand(const FoldContext& cx, std::vector<HostTensor>& out) {
-  const auto target = broadcast_shapes(cx.c(0).dims, cx.c(1).to_ints());
-  if (!target) cx.attrs.fail("shape", "does not broadcast with the input");
-  HostTensor zero{cx.c(0).dtype, {}, {0.0}};
-  return emit(out, broadcast_binary(cx.c(0), zero, *target, [](double a, double) { return a; }));
-}
-
-template <dnnl::algorithm alg>
-OpDef nary(std::string name, FoldRule fold = nullptr) {
-  return {.name = std::move(name), .shape = nary_shape, .fold = fold, .lower = lower_nary<alg>};
-}
-
 const OpRegistration binary_ops({
-    nary<dnnl::algorithm::binary_add>(
-        "Add", [](const FoldContext& cx, std::vector<HostTensor>& out) { return fold_binary(cx, out, std::plus<>()); }),
-    nary<dnnl::algorithm::binary_sub>(
-        "Sub", [](const FoldContext& cx, std::vector<HostTensor>& out) { return fold_binary(cx, out, std::minus<>()); }),
-    nary<dnnl::algorithm::binary_mul>(
-        "Mul", [](const FoldContext& cx, std::vector<HostTensor>& out) { return fold_binary(cx, out, std::multiplies<>()); }),
-    nary<dnnl::algorithm::binary_div>("Div", fold_div),
-    nary<dnnl::algorithm::binary_add>("Sum"),
-    nary<dnnl::algorithm::binary_max>("Max"),
-    nary<dnnl::algorithm::binary_min>("Min"),
-    {.name = "Equal",
-     .fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
-       return fold_binary(cx, out, [](double a, double b) { return a == b ? 1.0 : 0.0; }, DType::I64);
-     }},
-    {.name = "Where", .fold = fold_where},
-    {.name = "Expand", .fold = fold_expand},
+    {.name = "Add", .lower = lower_nary<dnnl::algorithm::binary_add>},
+    {.name = "Sub", .lower = lower_nary<dnnl::algorithm::binary_sub>},
+    {.name = "Mul", .lower = lower_nary<dnnl::algorithm::binary_mul>},
+    {.name = "Div", .lower = lower_nary<dnnl::algorithm::binary_div>},
+    {.name = "Sum", .lower = lower_nary<dnnl::algorithm::binary_add>},
+    {.name = "Max", .lower = lower_nary<dnnl::algorithm::binary_max>},
+    {.name = "Min", .lower = lower_nary<dnnl::algorithm::binary_min>},
 });
 
 }  // namespace

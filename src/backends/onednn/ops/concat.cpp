@@ -5,52 +5,11 @@ namespace nnmeter::onednn {
 
 namespace {
 
-using DType = HostTensor::DType;
-
-std::vector<Shape> concat_shape(const ShapeContext& cx) {
-  Shape out = cx.in(0);
-  const int64_t axis = normalize_axis(cx.attrs.i("axis", 1), static_cast<int64_t>(out.size()), cx.attrs, "axis");
-  out[static_cast<size_t>(axis)] = 0;
-  for (size_t i = 0; i < cx.n.inputs.size(); ++i) {
-    const Shape& s = cx.in(i);
-    if (s.size() != out.size()) cx.attrs.fail("axis", "inputs have different ranks");
-    for (size_t d = 0; d < s.size(); ++d)
-      if (static_cast<int64_t>(d) != axis && s[d] != out[d])
-        cx.attrs.fail("axis", fmt::format("inputs {} and {} differ outside the concat axis", shape_str(cx.in(0)), shape_str(s)));
-    out[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
-  }
-  return {out};
-}
-
-bool fold_concat(const FoldContext& cx, std::vector<HostTensor>& out) {
-  const auto& first = cx.c(0);
-  const auto rank = static_cast<int64_t>(first.dims.size());
-  const int64_t axis = normalize_axis(cx.attrs.i("axis", 0), rank, cx.attrs, "axis");
-  HostTensor r;
-  r.dtype = first.dtype;
-  r.dims = first.dims;
-  r.dims[static_cast<size_t>(axis)] = 0;
-  const int64_t outer = numel(Shape(first.dims.begin(), first.dims.begin() + axis));
-  std::vector<std::vector<double>> parts(static_cast<size_t>(outer));
-  for (size_t i = 0; i < cx.in.size(); ++i) {
-    const auto& t = cx.c(i);
-    if (t.dims.size() != first.dims.size()) cx.attrs.fail("axis", "inputs have different ranks");
-    r.dims[static_cast<size_t>(axis)] += t.dims[static_cast<size_t>(axis)];
-    const int64_t chunk = outer ? t.numel() / std::max<int64_t>(outer, 1) : 0;
-    for (int64_t o = 0; o < outer; ++o)
-      parts[static_cast<size_t>(o)].insert(parts[static_cast<size_t>(o)].end(), t.data.begin() + o * chunk,
-                                           t.data.begin() + (o + 1) * chunk);
-    if (t.dtype == DType::F32) r.dtype = DType::F32;
-  }
-  for (auto& p : parts) r.data.insert(r.data.end(), p.begin(), p.end());
-  return emit(out, std::move(r));
-}
-
 // Concat, channel shuffle and Split in one pass: part j of g fills channels j, j + g, j + 2g, ... of
 // the shuffled tensor, whose channel ranges are the outputs; they keep the first part's dimension order.
 void lower_concat_shuffled(Lowering& cx, const Node& n) {
   const Graph& g = cx.graph();
-  const auto groups = n.shuffle_groups;
+  const auto groups = g.of(n).shuffle_groups;
   std::vector<memory> parts;
   for (int in : n.inputs) parts.push_back(viewable(cx.mem(in).get_desc()) ? cx.mem(in) : cx.as_plain(in));
   int64_t first = 0;  // the first channel of the current output, per part
@@ -110,8 +69,8 @@ void lower_concat_by_reorders(Lowering& cx, const Node& n, size_t axis, const st
 }
 
 void lower_concat(Lowering& cx, const Node& n) {
-  if (n.shuffle_groups) return lower_concat_shuffled(cx, n);
   const Graph& g = cx.graph();
+  if (g.of(n).shuffle_groups) return lower_concat_shuffled(cx, n);
   const int64_t axis = normalize_axis(cx.attrs(n).i("axis", 1), static_cast<int64_t>(g.value(n.outputs[0]).shape.size()),
                                       cx.attrs(n), "axis");
   std::vector<memory::desc> mds;
@@ -127,11 +86,11 @@ void lower_concat(Lowering& cx, const Node& n) {
   std::unordered_map<int, memory> args;
   for (size_t i = 0; i < srcs.size(); ++i) args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs[i];
   args[DNNL_ARG_DST] = cx.new_output(n.outputs[0], pd.dst_desc());
-  cx.add_step(dnnl::concat(pd), std::move(args), step_info(pd, n, "concat"));
+  cx.add_step(dnnl::concat(pd), std::move(args), cx.step_info(pd, n, "concat"));
 }
 
 const OpRegistration concat_ops({
-    {.name = "Concat", .attributes = {"axis"}, .shape = concat_shape, .fold = fold_concat, .lower = lower_concat},
+    {.name = "Concat", .lower = lower_concat},
 });
 
 }  // namespace

@@ -11,10 +11,8 @@ namespace {
 
 using dnnl::algorithm;
 
-std::vector<Shape> same_shape(const ShapeContext& cx) { return {cx.in(0)}; }
-
 std::pair<float, float> clip_bounds(const Graph& g, const Node& n) {
-  Attrs attrs(*n.proto, g.origin);
+  const Attrs attrs = g.attrs(*n.proto);
   float lo = -FLT_MAX, hi = FLT_MAX;
   if (g.opset < 11) {
     lo = attrs.f("min", lo);
@@ -28,13 +26,14 @@ std::pair<float, float> clip_bounds(const Graph& g, const Node& n) {
 
 void lower_eltwise(Lowering& cx, const Node& n) {
   auto chain = eltwise_chain(cx.graph(), n);
-  chain.insert(chain.end(), n.post_ops.begin(), n.post_ops.end());
+  const auto& fused = cx.graph().of(n).post_ops;
+  chain.insert(chain.end(), fused.begin(), fused.end());
   memory src = cx.mem(n.inputs[0]);
   const memory dst = cx.new_output(n.outputs[0], src.get_desc());
   for (const auto& p : chain) {
     dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, src.get_desc(), p.alpha, p.beta);
     const dnnl::eltwise_forward::primitive_desc pd(d, cx.engine());
-    cx.add_step(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, step_info(pd, n, "eltwise"));
+    cx.add_step(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, cx.step_info(pd, n, "eltwise"));
     src = dst;  // later steps of the chain run in place
   }
 }
@@ -44,78 +43,42 @@ std::vector<PostOp> plain(const Graph&, const Node& n) {
   return {eltwise_post_op(alg, 0.f, 0.f, n)};
 }
 
-template <typename Fn>
-bool unary(const FoldContext& cx, std::vector<HostTensor>& out, Fn fn) {
-  HostTensor r = cx.c(0);
-  for (auto& v : r.data) v = fn(v);
-  return emit(out, std::move(r));
-}
-
-// An activation: same shape, lowered as its eltwise chain.
-OpDef activation(std::string name, EltwiseRule eltwise, std::vector<std::string> attributes = {}) {
-  return {.name = std::move(name), .attributes = std::move(attributes), .shape = same_shape, .lower = lower_eltwise,
-          .eltwise = eltwise};
+// An activation: lowered as its eltwise chain.
+OpDef activation(std::string name, EltwiseRule eltwise) {
+  return {.name = std::move(name), .lower = lower_eltwise, .eltwise = eltwise};
 }
 
 const OpRegistration eltwise_ops({
     activation("Relu", plain<algorithm::eltwise_relu>),
     activation("LeakyRelu",
                [](const Graph& g, const Node& n) -> std::vector<PostOp> {
-                 return {eltwise_post_op(algorithm::eltwise_relu, Attrs(*n.proto, g.origin).f("alpha", 0.01f), 0.f, n)};
-               },
-               {"alpha"}),
-    [] {
-      OpDef clip = activation(
-          "Clip",
-          [](const Graph& g, const Node& n) -> std::vector<PostOp> {
-            const auto [lo, hi] = clip_bounds(g, n);
-            return {eltwise_post_op(algorithm::eltwise_clip, lo, hi, n)};
-          },
-          {"min", "max"});
-      clip.parameters_from = 1;
-      return clip;
-    }(),
+                 return {eltwise_post_op(algorithm::eltwise_relu, g.attrs(*n.proto).f("alpha", 0.01f), 0.f, n)};
+               }),
+    activation("Clip",
+               [](const Graph& g, const Node& n) -> std::vector<PostOp> {
+                 const auto [lo, hi] = clip_bounds(g, n);
+                 return {eltwise_post_op(algorithm::eltwise_clip, lo, hi, n)};
+               }),
     activation("Sigmoid", plain<algorithm::eltwise_logistic>),
     activation("Tanh", plain<algorithm::eltwise_tanh>),
     activation("Elu",
                [](const Graph& g, const Node& n) -> std::vector<PostOp> {
-                 return {eltwise_post_op(algorithm::eltwise_elu, Attrs(*n.proto, g.origin).f("alpha", 1.f), 0.f, n)};
-               },
-               {"alpha"}),
+                 return {eltwise_post_op(algorithm::eltwise_elu, g.attrs(*n.proto).f("alpha", 1.f), 0.f, n)};
+               }),
     activation("Exp", plain<algorithm::eltwise_exp>),
     activation("Abs", plain<algorithm::eltwise_abs>),
-    [] {
-      OpDef sqrt = activation("Sqrt", plain<algorithm::eltwise_sqrt>);
-      sqrt.fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
-        return unary(cx, out, [](double x) { return std::sqrt(x); });
-      };
-      return sqrt;
-    }(),
-    [] {
-      OpDef neg = activation("Neg", [](const Graph&, const Node& n) -> std::vector<PostOp> {
-        return {eltwise_post_op(algorithm::eltwise_linear, -1.f, 0.f, n)};
-      });
-      neg.fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
-        return unary(cx, out, [](double x) { return -x; });
-      };
-      return neg;
-    }(),
+    activation("Sqrt", plain<algorithm::eltwise_sqrt>),
+    activation("Neg",
+               [](const Graph&, const Node& n) -> std::vector<PostOp> {
+                 return {eltwise_post_op(algorithm::eltwise_linear, -1.f, 0.f, n)};
+               }),
     activation("HardSwish", plain<algorithm::eltwise_hardswish>),
     activation("HardSigmoid",
                [](const Graph& g, const Node& n) -> std::vector<PostOp> {
-                 const Attrs attrs(*n.proto, g.origin);
+                 const Attrs attrs = g.attrs(*n.proto);
                  return {eltwise_post_op(algorithm::eltwise_linear, attrs.f("alpha", 0.2f), attrs.f("beta", 0.5f), n),
                          eltwise_post_op(algorithm::eltwise_clip, 0.f, 1.f, n)};
-               },
-               {"alpha", "beta"}),
-    {.name = "Floor",
-     .fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
-       return unary(cx, out, [](double x) { return std::floor(x); });
-     }},
-    {.name = "Ceil",
-     .fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
-       return unary(cx, out, [](double x) { return std::ceil(x); });
-     }},
+               }),
 });
 
 }  // namespace

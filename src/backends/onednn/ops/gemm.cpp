@@ -5,38 +5,6 @@ namespace nnmeter::onednn {
 
 namespace {
 
-std::vector<Shape> gemm_shape(const ShapeContext& cx) {
-  const Shape& a = cx.in(0);
-  const Shape& b = cx.in(1);
-  if (a.size() != 2 || b.size() != 2) cx.attrs.fail("inputs", "A and B must be matrices");
-  const bool ta = cx.attrs.i("transA", 0), tb = cx.attrs.i("transB", 0);
-  const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
-  const int64_t kb = tb ? b[1] : b[0], nn = tb ? b[0] : b[1];
-  if (k != kb) cx.attrs.fail("inputs", fmt::format("A {} and B {} have different inner dimensions", shape_str(a), shape_str(b)));
-  if (cx.has_input(2)) {
-    const auto s = broadcast_shapes({m, nn}, cx.in(2));
-    if (!s || *s != Shape{m, nn}) cx.attrs.fail("C", fmt::format("{} does not broadcast to [{},{}]", shape_str(cx.in(2)), m, nn));
-  }
-  return {{m, nn}};
-}
-
-std::vector<Shape> matmul_shape(const ShapeContext& cx) {
-  Shape a = cx.in(0), b = cx.in(1);
-  if (a.empty() || b.empty()) cx.attrs.fail("inputs", "must not be scalars");
-  const bool va = a.size() == 1, vb = b.size() == 1;
-  if (va) a.insert(a.begin(), 1);
-  if (vb) b.push_back(1);
-  if (a.back() != b[b.size() - 2])
-    cx.attrs.fail("inputs", fmt::format("{} and {} have different inner dimensions", shape_str(cx.in(0)), shape_str(cx.in(1))));
-  const auto batch = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2));
-  if (!batch) cx.attrs.fail("inputs", "batch dimensions do not broadcast");
-  Shape out = *batch;
-  if (!va) out.push_back(a[a.size() - 2]);
-  if (!vb) out.push_back(b.back());
-  cx.require_rank(out, 0, 12, "output");
-  return {out};
-}
-
 // [batch..., M, K] x [batch..., K, N] with constant weights in oneDNN's own layout.
 void matmul_common(Lowering& cx, const Node& n, memory src, const Shape& as, std::optional<HostTensor> wconst,
                    memory wruntime, const Shape& bs, std::optional<HostTensor> bias, const Shape& out_shape) {
@@ -54,7 +22,7 @@ void matmul_common(Lowering& cx, const Node& n, memory src, const Shape& as, std
                                                                         : plain_md(pb);
   const memory::desc b_md = bias ? plain_md(pad_rank(bias->dims, rank)) : memory::desc();
   dnnl::matmul::desc d(src_md, w_md, b_md, plain_md(po));
-  const dnnl::matmul::primitive_desc pd(d, make_attr(n.post_ops), cx.engine());
+  const dnnl::matmul::primitive_desc pd(d, make_attr(cx.graph().of(n).post_ops), cx.engine());
   std::unordered_map<int, memory> args;
   args[DNNL_ARG_SRC] = memory(src_md, cx.engine(), src.get_data_handle());
   cx.keep(src);
@@ -69,7 +37,7 @@ void matmul_common(Lowering& cx, const Node& n, memory src, const Shape& as, std
   cx.keep(dst);
   cx.bind(n.outputs[0], cx.alias(dst, out_shape));
   args[DNNL_ARG_DST] = dst;
-  cx.add_step(dnnl::matmul(pd), std::move(args), step_info(pd, n, "matmul"));
+  cx.add_step(dnnl::matmul(pd), std::move(args), cx.step_info(pd, n, "matmul"));
 }
 
 // A row-major operand viewed with its last two dimensions swapped (Gemm transA/transB).
@@ -136,14 +104,8 @@ void lower_matmul(Lowering& cx, const Node& n) {
 }
 
 const OpRegistration gemm_ops({
-    // Fully connected layers: weights and bias are initializers.
-    {.name = "Gemm",
-     .attributes = {"alpha", "beta", "transA", "transB", "broadcast"},
-     .shape = gemm_shape,
-     .lower = lower_gemm,
-     .parameters_from = 1,
-     .picks_layout = true},
-    {.name = "MatMul", .shape = matmul_shape, .lower = lower_matmul, .picks_layout = true},
+    {.name = "Gemm", .lower = lower_gemm, .picks_layout = true},
+    {.name = "MatMul", .lower = lower_matmul, .picks_layout = true},
 });
 
 }  // namespace

@@ -5,27 +5,6 @@ namespace nnmeter::onednn {
 
 namespace {
 
-std::vector<Shape> pool_shape(const ShapeContext& cx) {
-  if (cx.attrs.i("storage_order", 0) != 0) cx.attrs.fail("storage_order", "= 1 is not supported");
-  const Shape& x = cx.in(0);
-  cx.require_rank(x, 3, 5, "input 0");
-  SpatialParams p;
-  const auto ks = cx.attrs.ints("kernel_shape");
-  if (ks.size() != x.size() - 2) cx.attrs.fail("kernel_shape", "must list one size per spatial dimension");
-  p.kernel.assign(ks.begin(), ks.end());
-  Shape out{x[0], x[1]};
-  const Shape sp = conv_like_output(x, p, cx.attrs, true);
-  out.insert(out.end(), sp.begin(), sp.end());
-  return {out};
-}
-
-std::vector<Shape> global_pool_shape(const ShapeContext& cx) {
-  Shape x = cx.in(0);
-  cx.require_rank(x, 3, 5, "input 0");
-  std::fill(x.begin() + 2, x.end(), 1);
-  return {x};
-}
-
 template <bool max, bool global>
 void lower_pool(Lowering& cx, const Node& n) {
   const Graph& g = cx.graph();
@@ -63,16 +42,10 @@ void lower_pool(Lowering& cx, const Node& n) {
 }
 
 const OpRegistration pool_ops({
-    {.name = "MaxPool",
-     .attributes = {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"},
-     .shape = pool_shape,
-     .lower = lower_pool<true, false>},
-    {.name = "AveragePool",
-     .attributes = {"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"},
-     .shape = pool_shape,
-     .lower = lower_pool<false, false>},
-    {.name = "GlobalMaxPool", .shape = global_pool_shape, .lower = lower_pool<true, true>},
-    {.name = "GlobalAveragePool", .shape = global_pool_shape, .lower = lower_pool<false, true>},
+    {.name = "MaxPool", .lower = lower_pool<true, false>},
+    {.name = "AveragePool", .lower = lower_pool<false, false>},
+    {.name = "GlobalMaxPool", .lower = lower_pool<true, true>},
+    {.name = "GlobalAveragePool", .lower = lower_pool<false, true>},
 });
 
 }  // namespace
@@ -86,7 +59,7 @@ memory pooling(Lowering& cx, const memory& src, dnnl::algorithm alg, const Spati
   memory dst(pd.dst_desc(), cx.engine());
   std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
   if (pd.workspace_desc().get_size()) args[DNNL_ARG_WORKSPACE] = memory(pd.workspace_desc(), cx.engine());
-  cx.add_step(dnnl::pooling_v2_forward(pd), std::move(args), step_info(pd, n, "pooling"));
+  cx.add_step(dnnl::pooling_v2_forward(pd), std::move(args), cx.step_info(pd, n, "pooling"));
   return dst;
 }
 

@@ -5,23 +5,6 @@ namespace nnmeter::onednn {
 
 namespace {
 
-std::vector<Shape> reduce_mean_shape(const ShapeContext& cx) {
-  const Shape& x = cx.in(0);
-  cx.require_rank(x, 1, 12, "input 0");
-  auto axes = axes_of(cx.g, cx.n.inputs, 1, cx.attrs).value_or(std::vector<int64_t>{});
-  if (axes.empty() && cx.attrs.i("noop_with_empty_axes", 0)) cx.attrs.fail("noop_with_empty_axes", "= 1 is not supported");
-  if (axes.empty())
-    for (size_t i = 0; i < x.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  Shape out;
-  for (size_t i = 0; i < x.size(); ++i) {
-    bool reduced = false;
-    for (auto a : axes) reduced |= normalize_axis(a, static_cast<int64_t>(x.size()), cx.attrs, "axes") == static_cast<int64_t>(i);
-    if (!reduced) out.push_back(x[i]);
-    else if (cx.attrs.i("keepdims", 1)) out.push_back(1);
-  }
-  return {out};
-}
-
 // A mean over all spatial dimensions is a global average pooling: oneDNN's reduction has only
 // reference code for the NHWC and blocked layouts convs write, its pooling has jitted kernels.
 bool spatial_mean(Lowering& cx, const Node& n, const Shape& kept) {
@@ -64,15 +47,11 @@ void lower_reduce_mean(Lowering& cx, const Node& n) {
   memory dst(pd.dst_desc(), cx.engine());
   cx.keep(dst);
   cx.bind(n.outputs[0], cx.alias(dst, g.value(n.outputs[0]).shape));
-  cx.add_step(dnnl::reduction(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, step_info(pd, n, "reduction"));
+  cx.add_step(dnnl::reduction(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, cx.step_info(pd, n, "reduction"));
 }
 
 const OpRegistration reduce_ops({
-    {.name = "ReduceMean",
-     .attributes = {"axes", "keepdims", "noop_with_empty_axes"},
-     .shape = reduce_mean_shape,
-     .lower = lower_reduce_mean,
-     .parameters_from = 1},
+    {.name = "ReduceMean", .lower = lower_reduce_mean},
 });
 
 }  // namespace

@@ -5,20 +5,11 @@ namespace nnmeter::onednn {
 
 namespace {
 
-int64_t default_axis(const Graph& g) { return g.opset < 13 ? 1 : -1; }
-
-std::vector<Shape> softmax_shape(const ShapeContext& cx) {
-  const Shape& x = cx.in(0);
-  cx.require_rank(x, 1, 12, "input 0");
-  normalize_axis(cx.attrs.i("axis", default_axis(cx.g)), static_cast<int64_t>(x.size()), cx.attrs, "axis");
-  return {x};
-}
-
 void lower_softmax(Lowering& cx, const Node& n) {
   const Graph& g = cx.graph();
   const Shape& xs = g.value(n.inputs[0]).shape;
   const Attrs a = cx.attrs(n);
-  const int64_t axis = normalize_axis(a.i("axis", default_axis(g)), static_cast<int64_t>(xs.size()), a, "axis");
+  const int64_t axis = normalize_axis(a.i("axis", softmax_default_axis(g)), static_cast<int64_t>(xs.size()), a, "axis");
   Shape view = xs;
   int64_t vaxis = axis;
   if (g.opset < 13) {
@@ -33,11 +24,11 @@ void lower_softmax(Lowering& cx, const Node& n) {
   memory dst(pd.dst_desc(), cx.engine());
   cx.keep(dst);
   cx.bind(n.outputs[0], cx.alias(dst, xs));
-  cx.add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, step_info(pd, n, "softmax"));
+  cx.add_step(dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, cx.step_info(pd, n, "softmax"));
 }
 
 const OpRegistration softmax_ops({
-    {.name = "Softmax", .attributes = {"axis"}, .shape = softmax_shape, .lower = lower_softmax},
+    {.name = "Softmax", .lower = lower_softmax},
 });
 
 }  // namespace

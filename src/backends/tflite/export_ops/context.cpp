@@ -10,7 +10,7 @@
 
 namespace nnmeter::tflite {
 
-ExportContext::ExportContext(const onednn::Graph& g, std::string backend) : g_(g), backend_(std::move(backend)) {
+ExportContext::ExportContext(const onnx_io::Graph& g, std::string backend) : g_(g), backend_(std::move(backend)) {
   buffers_.push_back(tfl::CreateBuffer(fbb_));  // buffer 0: the empty sentinel of tensors without data
   // From the ONNX nodes themselves: the loader's own fusion rewires its node outputs.
   for (size_t i = 0; i < g_.nodes.size(); ++i) {

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "backends/onednn/graph.h"
+#include "onnx_io/graph.h"
 #include "tflite_schema_generated.h"
 
 namespace nnmeter::tflite {
@@ -35,9 +35,9 @@ struct Ref {
 // The TFLite graph being written and the ONNX graph it comes from, shared by the op files.
 class ExportContext {
  public:
-  ExportContext(const onednn::Graph& g, std::string backend);
+  ExportContext(const onnx_io::Graph& g, std::string backend);
 
-  const onednn::Graph& graph() const { return g_; }
+  const onnx_io::Graph& graph() const { return g_; }
   flatbuffers::FlatBufferBuilder& fbb() { return fbb_; }
 
   // ---- errors
@@ -52,7 +52,7 @@ class ExportContext {
   static std::string attr_s(const onnx::NodeProto& n, const std::string& name, const std::string& fallback);
 
   // ---- the ONNX graph
-  const onednn::Value& value(const std::string& name) const { return g_.value(g_.value_index.at(name)); }
+  const onnx_io::Value& value(const std::string& name) const { return g_.value(g_.value_index.at(name)); }
   bool is_const(const std::string& name) const { return !name.empty() && value(name).constant.has_value(); }
   std::vector<float> floats(const std::string& name) const { return value(name).constant->to_floats(); }
   // The single runtime consumer of `name`, or -1 (none, several, or `name` is a graph output).
@@ -113,7 +113,7 @@ class ExportContext {
     std::string name;
   };
 
-  const onednn::Graph& g_;
+  const onnx_io::Graph& g_;
   std::string backend_;
   flatbuffers::FlatBufferBuilder fbb_{1 << 16};
   std::vector<flatbuffers::Offset<tfl::Buffer>> buffers_;

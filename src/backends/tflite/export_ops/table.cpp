@@ -3,32 +3,24 @@
 
 #include "backends/tflite/export_ops/op.h"
 #include "backends/tflite/tflite_export.h"
+#include "common/op_table.h"
 
 namespace nnmeter::tflite {
 
 namespace {
 
-std::vector<ExportOp>& registry() {
-  static std::vector<ExportOp> ops;
-  return ops;
-}
+using Table = OpTable<ExportOp, &ExportOp::name>;
 
 }  // namespace
 
-ExportRegistration::ExportRegistration(std::vector<ExportOp> ops) {
-  for (auto& op : ops) registry().push_back(std::move(op));
-}
+ExportRegistration::ExportRegistration(std::vector<ExportOp> ops) { Table::add(std::move(ops)); }
 
-const ExportOp* find_export_op(const std::string& name) {
-  for (const auto& op : registry())
-    if (op.name == name) return &op;
-  return nullptr;
-}
+const ExportOp* find_export_op(const std::string& name) { return Table::find(name); }
 
 const std::vector<std::string>& exportable_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> names;
-    for (const auto& op : registry()) names.push_back(op.name);
+    for (const auto& op : Table::entries()) names.push_back(op.name);
     std::sort(names.begin(), names.end());
     return names;
   }();

@@ -2,15 +2,13 @@
 #include <algorithm>
 
 #include "backends/xnnpack/ops/op.h"
+#include "common/op_table.h"
 
 namespace nnmeter::xnnpack {
 
 namespace {
 
-std::vector<OpDef>& registry() {
-  static std::vector<OpDef> ops;
-  return ops;
-}
+using Table = OpTable<OpDef, &OpDef::code>;
 
 // The order the unsupported-op message has always listed the ops in, family by family; the order the
 // files register in is the linker's. An op missing here is listed after these.
@@ -30,19 +28,13 @@ size_t listed_at(tfl::BuiltinOperator code) {
 
 }  // namespace
 
-OpRegistration::OpRegistration(std::vector<OpDef> ops) {
-  for (auto& op : ops) registry().push_back(op);
-}
+OpRegistration::OpRegistration(std::vector<OpDef> ops) { Table::add(std::move(ops)); }
 
-const OpDef* find_op(tfl::BuiltinOperator code) {
-  for (const auto& op : registry())
-    if (op.code == code) return &op;
-  return nullptr;
-}
+const OpDef* find_op(tfl::BuiltinOperator code) { return Table::find(code); }
 
 std::string supported_ops() {
   std::vector<tfl::BuiltinOperator> codes;
-  for (const auto& op : registry()) codes.push_back(op.code);
+  for (const auto& op : Table::entries()) codes.push_back(op.code);
   std::stable_sort(codes.begin(), codes.end(), [](auto a, auto b) { return listed_at(a) < listed_at(b); });
   std::string names;
   for (auto code : codes) names += (names.empty() ? "" : ", ") + std::string(tfl::EnumNameBuiltinOperator(code));

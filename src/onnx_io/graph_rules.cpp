@@ -1,90 +1,50 @@
-// Load-time evaluation of constant subgraphs. PyTorch exports compute reshape targets at run time
-// (Shape → Gather → Unsqueeze → Concat → Reshape); with static input shapes all of that is known when the
-// model loads, so it is evaluated here once and never reaches the inference pipeline. These loops run
-// on small host tensors only; every inference-time op goes through oneDNN.
+// Shape rules the op rules and the engines' lowerings share: reshapes, slices, splits, axes, and the
+// window arithmetic of convolution and pooling.
+#include <fmt/format.h>
+
 #include <algorithm>
-#include <cmath>
-#include <functional>
 
-#include "backends/onednn/ops/op.h"
+#include "onnx_io/graph.h"
+#include "onnx_io/shape_rules.h"
 
-namespace nnmeter::onednn {
+namespace nnmeter::onnx_io {
 
-using DType = HostTensor::DType;
-
-bool emit(std::vector<HostTensor>& out, HostTensor t) {
-  out.push_back(std::move(t));
-  return true;
-}
-
-void for_each_view(const Shape& dims, const Shape& in_strides, int64_t offset,
-                   const std::function<void(int64_t, int64_t)>& fn) {
-  const int64_t total = numel(dims);
-  Shape idx(dims.size(), 0);
-  for (int64_t o = 0; o < total; ++o) {
-    int64_t off = offset;
-    for (size_t d = 0; d < dims.size(); ++d) off += idx[d] * in_strides[d];
-    fn(o, off);
-    for (size_t d = dims.size(); d-- > 0;) {
-      if (++idx[d] < dims[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
-HostTensor broadcast_binary(const HostTensor& a, const HostTensor& b, const Shape& out,
-                            const std::function<double(double, double)>& fn) {
-  auto view_strides = [&](const HostTensor& t) {
-    Shape padded(out.size() - t.dims.size(), 1);
-    padded.insert(padded.end(), t.dims.begin(), t.dims.end());
-    Shape s = row_major_strides(padded);
-    for (size_t i = 0; i < out.size(); ++i)
-      if (padded[i] == 1) s[i] = 0;
-    return s;
+Shape conv_like_output(const Shape& in, SpatialParams& p, const Attrs& attrs, bool allow_ceil) {
+  const size_t n = in.size() - 2;
+  auto per_dim = [&](const char* name, int64_t fallback, size_t count) {
+    auto v = attrs.ints(name, std::vector<int64_t>(count, fallback));
+    if (v.size() != count) attrs.fail(name, fmt::format("has {} values, expected {}", v.size(), count));
+    return v;
   };
-  const Shape sa = view_strides(a), sb = view_strides(b);
-  HostTensor r;
-  r.dtype = a.dtype == DType::F32 || b.dtype == DType::F32 ? DType::F32 : DType::I64;
-  r.dims = out;
-  r.data.resize(static_cast<size_t>(numel(out)));
-  std::vector<int64_t> offb(r.data.size());
-  for_each_view(out, sb, 0, [&](int64_t o, int64_t off) { offb[static_cast<size_t>(o)] = off; });
-  for_each_view(out, sa, 0, [&](int64_t o, int64_t off) {
-    r.data[static_cast<size_t>(o)] = fn(a.data[static_cast<size_t>(off)], b.data[static_cast<size_t>(offb[static_cast<size_t>(o)])]);
-  });
-  return r;
+  p.strides = per_dim("strides", 1, n);
+  if (p.dilations.empty()) p.dilations = per_dim("dilations", 1, n);
+  const auto pads = per_dim("pads", 0, 2 * n);
+  p.pad_begin.assign(pads.begin(), pads.begin() + static_cast<long>(n));
+  p.pad_end.assign(pads.begin() + static_cast<long>(n), pads.end());
+  const auto auto_pad = attrs.s("auto_pad", "NOTSET");
+  const bool ceil = allow_ceil && attrs.i("ceil_mode", 0) != 0;
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t s = p.strides[i], d = p.dilations[i];
+    if (s <= 0 || d <= 0 || p.kernel[i] <= 0) attrs.fail("strides", "kernel, strides and dilations must be positive");
+    if (p.pad_begin[i] < 0 || p.pad_end[i] < 0) attrs.fail("pads", "must not be negative");
+    if (auto_pad != "NOTSET" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && auto_pad != "VALID")
+      attrs.fail("auto_pad", "= '" + auto_pad + "' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID");
+    const auto w = onnx_io::window_axis(in[i + 2], (p.kernel[i] - 1) * d + 1, s, p.pad_begin[i], p.pad_end[i], auto_pad, ceil);
+    if (!w || w->out <= 0) attrs.fail("kernel_shape", fmt::format("is larger than the padded input {}", shape_str(in)));
+    out[i] = w->out;
+    p.pad_begin[i] = w->pad_begin;
+    p.pad_end[i] = w->pad_end;
+  }
+  p.explicit_pad_end = p.pad_end;
+  // oneDNN derives the output size with floor division; ceil_mode is expressed as extra trailing padding.
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t ext = (p.kernel[i] - 1) * p.dilations[i] + 1;
+    const int64_t needed = (out[i] - 1) * p.strides[i] + ext - in[i + 2] - p.pad_begin[i];
+    p.pad_end[i] = std::max(p.pad_end[i], needed);
+  }
+  return out;
 }
-
-HostTensor scalar_i64(const Shape& dims, std::vector<double> data) {
-  HostTensor t;
-  t.dtype = DType::I64;
-  t.dims = dims;
-  t.data = std::move(data);
-  return t;
-}
-
-const HostTensor& FoldContext::c(size_t i) const {
-  if (i >= in.size() || in[i] < 0) attrs.fail(fmt::format("input {}", i), "is missing");
-  return g.constant(in[i]);
-}
-
-const Shape& FoldContext::shape_of(size_t i) const {
-  if (i >= in.size() || in[i] < 0) attrs.fail(fmt::format("input {}", i), "is missing");
-  return g.value(in[i]).shape;
-}
-
-bool fold_node(const Graph& graph, const onnx::NodeProto& node, const std::vector<int>& inputs,
-               std::vector<HostTensor>& outputs) {
-  const OpDef* def = find_op(node.op_type());
-  if (!def || !def->fold) return false;
-  if (!def->folds_from_shapes)
-    for (int id : inputs)
-      if (id >= 0 && !graph.is_const(id)) return false;
-  return def->fold(FoldContext{graph, node, inputs, Attrs(node, graph.origin)}, outputs);
-}
-
-// ---------------------------------------------------------------------------------------------------
-// Shape rules
 
 Shape reshape_shape(const Shape& in, const std::vector<int64_t>& spec, bool allowzero, const Attrs& attrs) {
   Shape out(spec.begin(), spec.end());
@@ -221,4 +181,6 @@ std::vector<int64_t> split_sizes(const Graph& g, const std::vector<int>& inputs,
   return sizes;
 }
 
-}  // namespace nnmeter::onednn
+int64_t softmax_default_axis(const Graph& g) { return g.opset < 13 ? 1 : -1; }
+
+}  // namespace nnmeter::onnx_io

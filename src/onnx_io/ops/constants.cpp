@@ -1,9 +1,9 @@
 // Ops that produce constants and never run at inference time.
 #include <cmath>
 
-#include "backends/onednn/ops/op.h"
+#include "onnx_io/ops/op.h"
 
-namespace nnmeter::onednn {
+namespace nnmeter::onnx_io {
 
 namespace {
 
@@ -59,4 +59,4 @@ const OpRegistration constant_ops({
 
 }  // namespace
 
-}  // namespace nnmeter::onednn
+}  // namespace nnmeter::onnx_io
