@@ -4,6 +4,8 @@
 // before anything looks an op up, so the table needs no lock.
 #pragma once
 
+#include <algorithm>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -24,6 +26,16 @@ class OpTable {
     for (const auto& d : storage())
       if (d.*key == k) return &d;
     return nullptr;
+  }
+
+  // The keys of the entries `keep` accepts, sorted: the lists messages and tests name.
+  template <class Keep>
+  static auto sorted_keys(Keep keep) {
+    std::vector<std::decay_t<decltype(std::declval<const Def&>().*key)>> keys;
+    for (const auto& d : storage())
+      if (keep(d)) keys.push_back(d.*key);
+    std::sort(keys.begin(), keys.end());
+    return keys;
   }
 
  private:

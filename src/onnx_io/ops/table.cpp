@@ -20,13 +20,7 @@ const std::vector<OpDef>& op_table() { return Table::entries(); }
 const OpDef* find_op(const std::string& name) { return Table::find(name); }
 
 const std::vector<std::string>& runtime_ops() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> names;
-    for (const auto& op : op_table())
-      if (op.runs()) names.push_back(op.name);
-    std::sort(names.begin(), names.end());
-    return names;
-  }();
+  static const std::vector<std::string> ops = Table::sorted_keys([](const OpDef& op) { return op.runs(); });
   return ops;
 }
 

@@ -1,6 +1,4 @@
 // The registry the op files fill at load time of the library, and the lists derived from it.
-#include <algorithm>
-
 #include "backends/onednn/ops/op.h"
 #include "common/op_table.h"
 
@@ -19,13 +17,7 @@ const std::vector<OpDef>& op_table() { return Table::entries(); }
 const OpDef* find_op(const std::string& name) { return Table::find(name); }
 
 const std::vector<std::string>& supported_runtime_ops() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> names;
-    for (const auto& op : op_table())
-      if (op.lower) names.push_back(op.name);
-    std::sort(names.begin(), names.end());
-    return names;
-  }();
+  static const std::vector<std::string> ops = Table::sorted_keys([](const OpDef& op) { return op.lower != nullptr; });
   return ops;
 }
 

@@ -1,6 +1,4 @@
 // The registry the op files fill at load time of the library, and the list derived from it.
-#include <algorithm>
-
 #include "backends/tflite/export_ops/op.h"
 #include "backends/tflite/tflite_export.h"
 #include "common/op_table.h"
@@ -18,12 +16,7 @@ ExportRegistration::ExportRegistration(std::vector<ExportOp> ops) { Table::add(s
 const ExportOp* find_export_op(const std::string& name) { return Table::find(name); }
 
 const std::vector<std::string>& exportable_ops() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> names;
-    for (const auto& op : Table::entries()) names.push_back(op.name);
-    std::sort(names.begin(), names.end());
-    return names;
-  }();
+  static const std::vector<std::string> ops = Table::sorted_keys([](const ExportOp&) { return true; });
   return ops;
 }
 
