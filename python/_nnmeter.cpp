@@ -540,13 +540,14 @@ PYBIND11_MODULE(_nnmeter, m) {
       "build_latency_predictor",
       [](const std::string& workspace, const std::string& backend, const std::vector<std::string>& kernels,
          const std::string& name, const std::string& folder, uint64_t seed, bool progress, bool ruletest,
-         const std::string& home) {
+         bool remeasure_noisy, const std::string& home) {
         py::gil_scoped_release unlocked;
         BuilderSettings settings;
         settings.backend = backend;
         settings.seed = seed;
         settings.progress = progress;
         settings.ruletest = ruletest;
+        settings.remeasure_noisy = remeasure_noisy;
         Builder b(Workspace::load(workspace), registry_at(home), settings);
         const auto summaries = b.build_latency_predictor(kernels, name, folder);
         Json out = {{"table", format_accuracy_table(summaries)}, {"kernels", Json::array()}};
@@ -556,5 +557,5 @@ PYBIND11_MODULE(_nnmeter, m) {
         return out.dump();
       },
       py::arg("workspace"), py::arg("backend"), py::arg("kernels"), py::arg("name"), py::arg("folder"),
-      py::arg("seed"), py::arg("progress"), py::arg("ruletest"), py::arg("home") = "");
+      py::arg("seed"), py::arg("progress"), py::arg("ruletest"), py::arg("remeasure_noisy"), py::arg("home") = "");
 }

@@ -40,6 +40,9 @@ struct BuilderSettings {
   // build_latency_predictor also runs the fusion-rule test (resumable) and writes fusion_rules.json into
   // the predictor folder.
   bool ruletest = true;
+  // Samples whose repeats did not settle are repeated again (ProfilerOptions::remeasure_unsettled); on a
+  // workspace built before, every measurement is reused and the predictor is trained again.
+  bool remeasure_noisy = false;
 };
 
 // Kernel data of one kernel type: {ID: {model, shapes, config, latency, ...}}.

@@ -56,6 +56,10 @@ struct ProfilerOptions {
     fs::path journal;
   };
   std::optional<Probes> probes;
+  // Samples whose repeats have not settled (SETTLE_TOLERANCE) get one more repeat per shuffled round, up to
+  // twice the protocol's cap (MAX_REPEATS, or REPEATS without adaptive repeats): `nn-meter build
+  // --remeasure-noisy`. A fixed cap keeps a rerun a resume: it measures only what the cap still allows.
+  bool remeasure_unsettled = false;
 
   // What every run sets: the backend with its config, where registered plugins are and where converted models
   // go, and the progress label; the rest keep the defaults above until a caller sets them.

@@ -309,3 +309,25 @@ def test_exported_swish_convs_use_the_swish_kernel_or_say_which_stand_in(registe
     run_cli("register", "--predictor", folder / "meta.yaml", home=home)
     cli = run_cli("predict", "--predictor", "tiny", "--onnx", path, home=home)
     assert "conv-bn-swish -> conv-bn-relu" in cli.stdout + cli.stderr
+
+
+def test_remeasure_noisy_repeats_only_unsettled_samples(registered, tmp_path, monkeypatch):
+    """build_latency_predictor(remeasure_noisy=True) on the fixture's workspace: every earlier repeat is kept,
+    settled samples are not measured again, the others get up to twice REPEATS (2 here)."""
+    home, ws = registered
+    monkeypatch.setenv("NN_METER_HOME", str(home))
+    from nn_meter.builder import build_latency_predictor, builder_config
+    profiled = ws / "predictor_build" / "results" / "profiled_relu.json"
+    before = {k: v["repeats_ms"] for k, v in json.loads(profiled.read_text())["relu"].items()}
+    builder_config.init(str(ws))
+    build_latency_predictor("onednn_cpu", kernels=["relu"], predictor_name="again", folder=tmp_path / "again",
+                            ruletest=False, remeasure_noisy=True)
+    after = {k: v["repeats_ms"] for k, v in json.loads(profiled.read_text())["relu"].items()}
+    assert after.keys() == before.keys()
+    for key, old in before.items():
+        new = after[key]
+        assert new[:len(old)] == old, key
+        assert len(old) <= len(new) <= 4, key
+        lo = sorted(old)
+        if (lo[1] - lo[0]) / lo[0] <= 0.02:  # settled (SETTLE_TOLERANCE's default): nothing more measured
+            assert new == old, key

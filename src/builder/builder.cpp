@@ -115,6 +115,7 @@ ProfilerOptions Builder::profiler_options(const std::string& label) const {
                                                 workspace_.predictor_build_dir() / "converted", label)
                                 .run_as(settings_);
   options.seed = settings_.seed ^ fnv1a(label);
+  options.remeasure_unsettled = settings_.remeasure_noisy;
   if (MeasurementProtocol::from_config(workspace_.backend_config).probe_every > 0)
     options.probes = ProfilerOptions::Probes{drift_probe_jobs(), results_dir() / "drift_probes.jsonl"};
   return options;
@@ -161,12 +162,14 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
   if (!doc.is_object()) throw Error(profiled_file.string() + " is not a kernel latency file: move it away");
   const bool detail = workspace_.build_config().detail;
   KernelData profiled = Json::object();
-  size_t failed = 0;
+  size_t failed = 0, settled = 0, capped = 0;
   for (const auto& [id, outcome] : outcomes) {
     if (!outcome.ok) {
       ++failed;
       continue;
     }
+    settled += outcome.stopped == "settled";
+    capped += outcome.stopped == "max_repeats";
     Json entry = detail ? entries[id] : Json::object();
     entry["latency"] = outcome.latency.str();
     // The raw repeats travel with the label (an extra field; nn-Meter's readers ignore it).
@@ -181,6 +184,9 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
   failed_profiles_[kernel_type] += failed;
   if (failed > 0) spdlog::info("{}: {} of {} models failed to profile (see {})", kernel_type, failed, outcomes.size(),
                                (results_dir() / "profile_error.log").string());
+  if (settled + capped > 0)
+    spdlog::info("{}: the repeats of {} samples settled; {} reached the cap without settling, labelled with its statistic",
+                 kernel_type, settled, capped);
   if (!outcomes.empty() && failed == outcomes.size())
     throw Error(fmt::format("all {} models of '{}' failed to profile: see {}", failed, kernel_type,
                             (results_dir() / "profile_error.log").string()));
@@ -500,7 +506,8 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     for (const auto& reason : quality["reasons"]) spdlog::warn("measurement: {}", reason.get<std::string>());
     spdlog::warn("the labels of this build are noise where they repeat this badly: the predictor is marked "
                  "measurement_quality noisy (predict and evaluate say so); nn-meter check-machine tells what disturbs "
-                 "the machine; measure again when it is quiet");
+                 "the machine; when it is quiet, nn-meter build --remeasure-noisy on this workspace repeats the "
+                 "samples whose repeats did not settle and trains again");
   }
   Json table = Json::array();
   for (const auto& s : summaries)

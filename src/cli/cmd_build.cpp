@@ -19,6 +19,7 @@ struct BuildArgs {
   double timeout_s = 300;
   uint64_t seed = 1;
   bool no_ruletest = false;
+  bool remeasure_noisy = false;
   bool strict_machine = false;
 };
 
@@ -29,6 +30,7 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   settings.timeout_s = a.timeout_s;
   settings.progress = !ctx.json;
   settings.ruletest = !a.no_ruletest;
+  settings.remeasure_noisy = a.remeasure_noisy;
   if (a.regressor == "gbdt") {
     settings.regressor = RegressorMode::gbdt;
   } else if (a.regressor != "rf") {
@@ -94,6 +96,9 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   build_cmd->add_option("--regressor", args->regressor, "rf (random forest, nn-Meter's) or gbdt (gradient boosting)");
   build_cmd->add_flag("--no-ruletest", args->no_ruletest,
                       "do not run the fusion-rule test; the predictor folder then has no fusion_rules.json");
+  build_cmd->add_flag("--remeasure-noisy", args->remeasure_noisy,
+                      "repeat the samples whose repeats did not settle (SETTLE_TOLERANCE) up to twice MAX_REPEATS (or "
+                      "REPEATS), reusing every measurement of an earlier build of the workspace, and train again");
   build_cmd->callback([&ctx, args] { build(ctx, *args); });
 
   auto pargs = std::make_shared<BuildArgs>();

@@ -148,6 +148,11 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   auto first_repeats = [&protocol](const ProfileJob& job) {
     return protocol.first_repeats(job.repeats > 0 ? job.repeats : protocol.repeats);
   };
+  const bool grows = protocol.adaptive() || options.remeasure_unsettled;  // repeats beyond the first ones
+  auto repeat_cap = [&](const ProfileJob& job) {
+    const int cap = protocol.adaptive() ? protocol.max_repeats : first_repeats(job);
+    return options.remeasure_unsettled ? std::min(2 * cap, MeasurementProtocol::kMaxRepeats) : cap;
+  };
   auto repeats_of = [&](size_t b, const ProfileJob& job) {  // journaled so far: 0, 1, ... without a gap
     int n = 0;
     while (journals[b]->records().count(Journal::key(job.id, n))) ++n;
@@ -164,9 +169,9 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
             out.push_back({b, &job, r});
             complete = false;
           }
-        if (!complete || !protocol.adaptive()) continue;
+        if (!complete || !grows) continue;
         const int n = repeats_of(b, job);
-        if (n >= protocol.max_repeats) continue;
+        if (n >= repeat_cap(job)) continue;
         std::vector<double> values;
         bool failed = false;  // a model that failed a repeat is not measured again
         for (int r = 0; r < n && !failed; ++r) {
@@ -286,9 +291,9 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       const int n = repeats_of(b, job);
       for (int r = 0; r < n; ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
       ProfileOutcome& o = out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
-      if (protocol.adaptive())
+      if (grows)
         o.stopped = repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance) ? "settled"
-                    : n >= protocol.max_repeats                                                  ? "max_repeats"
+                    : n >= repeat_cap(job)                                                       ? "max_repeats"
                                                                                                  : "failed";
     }
   return out;

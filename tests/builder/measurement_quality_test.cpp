@@ -6,6 +6,7 @@
 #include "common/io.h"
 #include "networks/layers.h"
 #include "nnmeter/builder.h"
+#include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "support/plugin_fixtures.h"
 #include "support/test_support.h"
@@ -94,6 +95,74 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
               name == "noisy")
         << name << ": " << p.out << p.err;
   }
+}
+
+// `build --remeasure-noisy` on the workspace of a noisy build: only the samples whose repeats did not settle get
+// more repeats (up to twice REPEATS), every earlier measurement is reused, the labels repeat better, and a second
+// run measures nothing more.
+TEST(MeasurementQuality, RemeasureNoisyRepeatsOnlyTheUnsettledSamples) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  const fs::path ws = tmp / "ws";
+  ASSERT_EQ(run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home").exit_code, 0);
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
+             "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
+  write_text(ws / "configs" / "backend_config.yaml",
+             fmt::format("REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: 0.4\nSETTLE_TOLERANCE: 0.05\nNOISE_STATE: {}\n",
+                         (tmp / "calls").string()));
+  auto build = [&](bool remeasure) {
+    std::vector<std::string> args = {"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
+                                     "--predictor-name", "p"};
+    if (remeasure) args.push_back("--remeasure-noisy");
+    const CliResult r = run_cli(args, tmp / "home");
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return r;
+  };
+  const fs::path profiled = ws / "predictor_build" / "results" / "profiled_relu.json";
+  auto repeats_of = [&] {
+    std::map<std::string, std::vector<double>> out;
+    const Json doc = io::load_json_file(profiled);
+    for (const auto& [id, entry] : doc["relu"].items())
+      out[id] = entry["repeats_ms"].get<std::vector<double>>();
+    return out;
+  };
+  auto ceiling = [&] {
+    return io::load_json_file(ws / "predictor_build" / "predictor" / "predictor.json")["measurement_quality"]["kernels"]
+                             ["relu"]["within10"].get<double>();
+  };
+
+  const CliResult first = build(false);
+  EXPECT_TRUE(contains(first.out, "nn-meter build --remeasure-noisy")) << first.out;
+  const auto before = repeats_of();
+  const double ceiling_before = ceiling();
+  size_t unsettled = 0;
+  for (const auto& [id, repeats] : before) {
+    ASSERT_EQ(repeats.size(), 4u) << id;
+    unsettled += !repeats_settled(repeats, RepeatStatistic::min, 0.05);
+  }
+  ASSERT_GT(unsettled, 0u) << "±40% level noise leaves some samples unsettled after 4 repeats";
+  ASSERT_LT(unsettled, before.size()) << "and some settled";
+
+  const CliResult again = build(true);
+  EXPECT_TRUE(contains(again.out, "reached the cap without settling")) << again.out;
+  const auto after = repeats_of();
+  ASSERT_EQ(after.size(), before.size());
+  size_t grew = 0;
+  for (const auto& [id, repeats] : after) {
+    const auto& old = before.at(id);
+    // Earlier repeats are kept as they were; only unsettled samples get more, at most up to 8.
+    ASSERT_GE(repeats.size(), old.size()) << id;
+    EXPECT_TRUE(std::equal(old.begin(), old.end(), repeats.begin())) << id;
+    EXPECT_LE(repeats.size(), 8u) << id;
+    if (repeats_settled(old, RepeatStatistic::min, 0.05)) EXPECT_EQ(repeats.size(), old.size()) << id;
+    else grew += repeats.size() > old.size();
+  }
+  EXPECT_EQ(grew, unsettled);
+  EXPECT_GT(ceiling(), ceiling_before) << "more repeats of the noisy samples make the labels repeat better";
+
+  build(true);
+  EXPECT_EQ(repeats_of(), after) << "a second --remeasure-noisy finds nothing left to measure";
 }
 
 }  // namespace

@@ -44,13 +44,15 @@ def _only_latency(metrics, kwargs):
         raise TypeError(f"unexpected arguments: {', '.join(sorted(kwargs))}")
 
 
-def build_latency_predictor(backend, kernels=None, predictor_name="", folder="", ruletest=True, seed=DEFAULT_SEED):
+def build_latency_predictor(backend, kernels=None, predictor_name="", folder="", ruletest=True, seed=DEFAULT_SEED,
+                            remeasure_noisy=False):
     """Builds every kernel of predictorbuild_config.yaml's KERNELS (or `kernels`) with its own settings,
     then the predictor folder (default <ws>/predictor_build/predictor) with the backend's fusion rules.
-    Prints the accuracy table and returns the per-kernel summaries."""
+    remeasure_noisy=True repeats the samples of an earlier build whose repeats did not settle (as
+    `nn-meter build --remeasure-noisy`). Prints the accuracy table and returns the per-kernel summaries."""
     out = loads(_nnmeter.build_latency_predictor(builder_config.workspace, backend_name(backend), list(kernels or []),
                                                  predictor_name, os.fspath(folder), int(seed), progress_wanted(),
-                                                 bool(ruletest), registry_home()))
+                                                 bool(ruletest), bool(remeasure_noisy), registry_home()))
     for line in out["table"].splitlines():
         print(f"(nn-Meter) {line}", file=sys.stderr)
     return out["kernels"]
