@@ -97,6 +97,29 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
   }
 }
 
+// A machine whose level rises slowly over the build (the chaos backend's DRIFT): the drift probes show it and the
+// build calls its labels noise, naming the probe.
+TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  const fs::path ws = tmp / "ws";
+  ASSERT_EQ(run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home").exit_code, 0);
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
+             "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
+  write_text(ws / "configs" / "backend_config.yaml",
+             fmt::format("REPEATS: 2\nSPREAD: 0.0\nDRIFT: 0.5\nDRIFT_PROBE_EVERY: 10\nNOISE_STATE: {}\n",
+                         (tmp / "calls").string()));
+  const CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
+                               "--predictor-name", "p"}, tmp / "home");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const Json quality = io::load_json_file(ws / "predictor_build" / "predictor" / "predictor.json")["measurement_quality"];
+  EXPECT_EQ(quality["verdict"], "noisy") << quality.dump();
+  ASSERT_FALSE(quality["drift"].empty()) << quality.dump();
+  EXPECT_GT(quality["drift"][0]["high"].get<double>(), 0.1) << quality.dump();
+  EXPECT_TRUE(contains(r.out, "measurement: drift probe")) << r.out;
+}
+
 // `build --remeasure-noisy` on the workspace of a noisy build: only the samples whose repeats did not settle get
 // more repeats (up to twice REPEATS), every earlier measurement is reused, the labels repeat better, and a second
 // run measures nothing more.

@@ -2,6 +2,7 @@
 // noise: repeats go where the noise is, each sample says why its repeats stopped, and a rerun resumes without
 // measuring anything twice.
 #include <fmt/format.h>
+#include <algorithm>
 #include <gtest/gtest.h>
 
 #include "nnmeter/profiling.h"
@@ -17,7 +18,8 @@ struct Measured {
   size_t calls = 0;  // profile calls the backend saw
 };
 
-Measured profile(const TempDir& tmp, const std::string& name, double noise, int min_repeats, int max_repeats) {
+Measured profile(const TempDir& tmp, const std::string& name, double noise, int min_repeats, int max_repeats,
+                 const Json& more_config = Json::object()) {
   ProfilerOptions options;
   options.backend = "chaos";
   options.backend_config = {{"COUNTER", (tmp / (name + ".calls")).string()},
@@ -27,6 +29,7 @@ Measured profile(const TempDir& tmp, const std::string& name, double noise, int 
                             {"REPEATS", min_repeats},
                             {"MAX_REPEATS", max_repeats},
                             {"SETTLE_TOLERANCE", 0.02}};
+  options.backend_config.update(more_config);
   options.registry_home = tmp / "home";
   options.work_dir = tmp / (name + "_work");
   options.timeout_s = 30;
@@ -85,6 +88,26 @@ TEST(AdaptiveRepeats, RepeatsGoWhereTheNoiseIs) {
     EXPECT_EQ(o.repeats_ms, noisy.outcomes.at(id).repeats_ms) << id;
     EXPECT_EQ(o.stopped, noisy.outcomes.at(id).stopped) << id;
   }
+}
+
+// A heavy tail (a third of the calls 3x slower, another process's burst): the minimum of the repeats shrugs it
+// off, and the samples the tail hit get the repeats that show it.
+TEST(AdaptiveRepeats, TheMinimumShrugsOffAHeavyTail) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  const Measured tailed = profile(tmp, "tailed", 0.0, 3, 8, {{"HEAVY_TAIL", 0.33}});
+  size_t hit = 0, more = 0;
+  for (const auto& [id, o] : tailed.outcomes) {
+    ASSERT_TRUE(o.ok) << id;
+    EXPECT_DOUBLE_EQ(o.latency.value_ms, 2.0) << id << ": the label is the quiet level";
+    EXPECT_EQ(o.stopped, "settled") << id;
+    const bool slow_first = std::count(o.repeats_ms.begin(), o.repeats_ms.begin() + 3, 6.0) >= 2;
+    hit += std::count(o.repeats_ms.begin(), o.repeats_ms.end(), 6.0) > 0;
+    more += o.repeats_ms.size() > 3;
+    EXPECT_EQ(o.repeats_ms.size() > 3, slow_first) << id << ": more repeats exactly where two of the first three were slow";
+  }
+  EXPECT_GT(hit, 0u) << "the tail hit some repeats";
+  EXPECT_GT(more, 0u) << "and some samples needed more repeats to settle";
 }
 
 }  // namespace
