@@ -23,6 +23,20 @@ KernelBuildSummary summary(const std::string& kernel, double within10) {
   return s;
 }
 
+// A workspace of the chaos backend (registered in tmp/home) that builds 24 relu samples; `backend_config` is its
+// backend_config.yaml, whose NOISE_STATE is set here.
+fs::path chaos_workspace(const TempDir& tmp, const std::string& name, const std::string& backend_config) {
+  const fs::path ws = tmp / name;
+  const CliResult created = run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
+  EXPECT_EQ(created.exit_code, 0) << created.out << created.err;
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
+             "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
+  write_text(ws / "configs" / "backend_config.yaml",
+             backend_config + fmt::format("NOISE_STATE: {}\n", (tmp / (name + ".calls")).string()));
+  return ws;
+}
+
 TEST(MeasurementQuality, RepeatCeilingsAndDriftDecide) {
   const Json quiet = assess_measurement_quality({summary("conv-bn-relu", 0.96), summary("relu", 0.99)}, {});
   EXPECT_EQ(quiet["verdict"], "ok");
@@ -58,14 +72,7 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
   auto build = [&](const std::string& name, double noise) {
-    const fs::path ws = tmp / name;
-    const CliResult created = run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home");
-    EXPECT_EQ(created.exit_code, 0) << created.out << created.err;
-    write_text(ws / "configs" / "predictorbuild_config.yaml",
-               "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
-               "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
-    write_text(ws / "configs" / "backend_config.yaml",
-               fmt::format("REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: {}\nNOISE_STATE: {}\n", noise, (tmp / (name + ".calls")).string()));
+    const fs::path ws = chaos_workspace(tmp, name, fmt::format("REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: {}\n", noise));
     const CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
                                  "--predictor-name", name}, tmp / "home");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -102,14 +109,7 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
 TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
-  const fs::path ws = tmp / "ws";
-  ASSERT_EQ(run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home").exit_code, 0);
-  write_text(ws / "configs" / "predictorbuild_config.yaml",
-             "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
-             "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
-  write_text(ws / "configs" / "backend_config.yaml",
-             fmt::format("REPEATS: 2\nSPREAD: 0.0\nDRIFT: 0.5\nDRIFT_PROBE_EVERY: 10\nNOISE_STATE: {}\n",
-                         (tmp / "calls").string()));
+  const fs::path ws = chaos_workspace(tmp, "ws", "REPEATS: 2\nSPREAD: 0.0\nDRIFT: 0.5\nDRIFT_PROBE_EVERY: 10\n");
   const CliResult r = run_cli({"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
                                "--predictor-name", "p"}, tmp / "home");
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -126,14 +126,7 @@ TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
 TEST(MeasurementQuality, RemeasureNoisyRepeatsOnlyTheUnsettledSamples) {
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
-  const fs::path ws = tmp / "ws";
-  ASSERT_EQ(run_cli({"create", "--customized-workspace", ws.string(), "--backend", "chaos"}, tmp / "home").exit_code, 0);
-  write_text(ws / "configs" / "predictorbuild_config.yaml",
-             "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 24\n"
-             "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n");
-  write_text(ws / "configs" / "backend_config.yaml",
-             fmt::format("REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: 0.4\nSETTLE_TOLERANCE: 0.05\nNOISE_STATE: {}\n",
-                         (tmp / "calls").string()));
+  const fs::path ws = chaos_workspace(tmp, "ws", "REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: 0.4\nSETTLE_TOLERANCE: 0.05\n");
   auto build = [&](bool remeasure) {
     std::vector<std::string> args = {"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
                                      "--predictor-name", "p"};
