@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/cli.h"
+#include "common/text.h"
 #include "cli/output.h"
 #include "common/io.h"
 #include "onnx_io/tensor_file.h"
@@ -190,7 +191,7 @@ void do_run(Context& ctx, const std::string& name, const ParamFlags& flags, cons
     onnx_io::write_tensor_pb(file, outputs[i]);
     listing.push_back({{"name", outputs[i].name}, {"shape", outputs[i].shape}, {"file", file.string()}});
     if (!ctx.json)
-      print_line(fmt::format("output '{}' [{}] -> {}", outputs[i].name, fmt::join(outputs[i].shape, ","), file.string()));
+      print_line(fmt::format("output {} [{}] -> {}", quoted(outputs[i].name), fmt::join(outputs[i].shape, ","), file.string()));
   }
   if (ctx.json) std::cout << json_text(Json{{"backend", name}, {"outputs", listing}}) << std::endl;
 }

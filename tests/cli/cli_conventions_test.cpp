@@ -80,6 +80,19 @@ TEST(CliConventions, NamesAreEscapedAndInputsCountedOnce) {
   ASSERT_EQ(ran.exit_code, 0) << ran.err;
   Json parsed;
   EXPECT_NO_THROW(parsed = Json::parse(ran.out)) << ran.out;
+  // The text form names each output on one line, its name escaped.
+  onnx::ModelProto renamed;
+  ASSERT_TRUE(renamed.ParseFromString(read_text(model)));
+  renamed.mutable_graph()->mutable_node(0)->set_output(0, "y\nz");
+  renamed.mutable_graph()->mutable_output(0)->set_name("y\nz");
+  write_text(dir / "odd_out.onnx", renamed.SerializeAsString());
+  const CliResult text = run_cli({"backend", "onednn_cpu", "run", "--onnx-path", (dir / "odd_out.onnx").string(), "--input",
+                                  model + ".pb", "--output-dir", (dir / "out_text").string()},
+                                 home.path());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out + text.err, "output \"y\\nz\" [1,4] -> ")) << text.out << text.err;
+  EXPECT_EQ(std::count(text.err.begin(), text.err.end(), '\n') + std::count(text.out.begin(), text.out.end(), '\n'), 1)
+      << text.out << text.err;
   expect_one_line_error(run_cli({"backend", "onednn_cpu", "run", "--onnx-path", model, "--input", model + ".pb", "--input",
                                  model + ".pb", "--output-dir", (dir / "out2").string()},
                                 home.path()),
