@@ -129,9 +129,12 @@ std::string family_bars(const EvaluateReport& r) {
       span = std::max(span, std::abs(s.mean_error) + 0.02);
     }
   if (rows.empty()) return "<p>No family has a scored model.</p>\n";
+  // Room for the longest label at 12 px sans-serif (at most ~7 px a character), so no family name is cut.
+  size_t longest = 0;
+  for (const auto& [family, s] : rows) longest = std::max(longest, fmt::format("{} ({})", family, s->models).size());
   Frame fr;
-  fr.width = 760;
-  fr.left = 170;
+  fr.left = std::max(170.0, 7.0 * static_cast<double>(longest) + 12);
+  fr.width = fr.left + 590;
   fr.right = 290;
   fr.height = 40 + 26.0 * static_cast<double>(rows.size()) + fr.bottom;
   fr.x0 = -100 * span;
@@ -251,6 +254,26 @@ std::string kernel_tables(const EvaluateReport& r) {
   return out + "</tbody></table>\n";
 }
 
+// The result in a sentence: how many models the predictor gets within ±10 %, against the share the
+// measurement itself repeats within ±10 % (no predictor can be judged beyond it).
+std::string headline(const EvaluateReport& r, size_t failed) {
+  const AccuracySummary& s = r.summary;
+  if (s.models == 0) return "No model could be scored: see the table of models below.";
+  std::string out = fmt::format("The predictor is within ±10 % of the measured latency on {} of the {} scored models "
+                                "(RMSPE {:.1f} %); ",
+                                pct(s.within10), s.models, s.rmspe);
+  if (s.repeatability.samples == 0)
+    out += "the models' repeats were too few to tell how well the measurement itself repeats.";
+  else if (s.within10 + 0.05 >= s.repeatability.within10)
+    out += fmt::format("the measurement repeats within ±10 % on {}, so it is as close as this machine's measurements "
+                       "can show.", pct(s.repeatability.within10));
+  else
+    out += fmt::format("the measurement repeats within ±10 % on {}, so the predictor, not the measurement, limits "
+                       "the accuracy.", pct(s.repeatability.within10));
+  if (failed > 0) out += fmt::format(" {} model{} could not be scored.", failed, failed == 1 ? "" : "s");
+  return out;
+}
+
 }  // namespace
 
 std::string EvaluateReport::to_html() const {
@@ -266,8 +289,10 @@ td, th {{ border: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }}
 td:first-child, th:first-child, td:nth-child(2), th:nth-child(2) {{ text-align: left; }}
 td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: #9a6700; text-align: left; }}
 .summary td {{ text-align: left; }}
+p.headline {{ font-size: 16px; max-width: 60em; }}
 </style></head><body>
 <h1>Latency predictor {0} on {1}</h1>
+<p class="headline">{13}</p>
 <table class="summary">
 <tr><td>models</td><td>{2} scored of {3} ({4} not scored)</td></tr>
 <tr><td>prediction</td><td>RMSPE {5:.1f}%, within ±5% {6}, within ±10% {7}, mean error {8:+.1f}%</td></tr>
@@ -276,12 +301,14 @@ td.ok {{ color: #1a7f37; }} td.off {{ color: #cf222e; }} tr.failed td {{ color: 
 )",
                                 escape(predictor), escape(backend), s.models, models.size(), failed, s.rmspe, pct(s.within5),
                                 pct(s.within10), 100 * s.mean_error, pct(s.repeatability.within5),
-                                pct(s.repeatability.within10), protocol.repeats, to_string(protocol.statistic));
+                                pct(s.repeatability.within10), protocol.repeats, to_string(protocol.statistic),
+                                escape(headline(*this, failed)));
   if (composition && kernel_sum_summary) {
     const AccuracySummary& k = *kernel_sum_summary;
     const std::string row = fmt::format(
         "<tr><td>plain sum of kernels</td><td>RMSPE {:.1f}%, within ±5% {}, within ±10% {}, mean error {:+.1f}% (the "
-        "same measurements, without the {}: {})</td></tr>\n</table>",
+        "same measurements, without the {})</td></tr>\n</table>\n"
+        "<details><summary>Calibration details</summary><p>{}</p></details>",
         k.rmspe, pct(k.within5), pct(k.within10), 100 * k.mean_error,
         calibration ? fmt::format("composition fitted on the {} networks of --calibrate-on measured in the same order",
                                   calibration->before.models)

@@ -614,6 +614,8 @@ TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
   report.summary = summarize(all, RepeatStatistic::min);
   report.by_family["resnet18"] = summarize({&report.models[1], &report.models[2]}, RepeatStatistic::min);
   report.by_family["mobilenet_v2"] = summarize({&report.models[0]}, RepeatStatistic::min);
+  const std::string long_family = "an_architecture_family_with_a_rather_long_name";
+  report.by_family[long_family] = summarize({&report.models[0]}, RepeatStatistic::min);
 
   TempDir tmp;
   write_text(tmp / "report.html", report.to_html());
@@ -630,6 +632,12 @@ TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
   EXPECT_TRUE(contains(shown, "Latency predictor demo_predictor on onednn_cpu")) << shown;
   // 1 of 3 scored models is off by more than 10 % (resnet18_r224, +25 %).
   EXPECT_TRUE(contains(shown, "3 scored of 4 (1 not scored)")) << shown;
+  // The result in a sentence above everything else, next to the measurement's own ceiling.
+  EXPECT_TRUE(contains(shown, "The predictor is within ±10 % of the measured latency on 66.7% of the 3 scored models"))
+      << shown;
+  EXPECT_TRUE(contains(shown, "so the predictor, not the measurement, limits the accuracy")) << shown;
+  EXPECT_TRUE(contains(shown, "1 model could not be scored")) << shown;
+  EXPECT_LT(shown.find("The predictor is within"), shown.find("3 scored of 4")) << shown;
   EXPECT_TRUE(contains(shown, "within ±10% 66.7%")) << shown;
   EXPECT_TRUE(contains(shown, "Predicted versus measured")) << shown;
   EXPECT_TRUE(contains(shown, "measured latency (ms)")) << shown;  // the scatter's axis, drawn as SVG text
@@ -640,6 +648,12 @@ TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
   EXPECT_TRUE(contains(shown, "+25.0%")) << shown;
   const std::string html = read_text(tmp / "report.html");
   EXPECT_EQ(html.find("<script"), std::string::npos);
+  // A long family label, right-aligned at x, starts inside the picture (12 px text: at most ~7 px a character).
+  const std::string label = ">" + long_family + " (1)</text>";
+  const size_t at = html.find(label);
+  ASSERT_NE(at, std::string::npos);
+  const size_t x_at = html.rfind("<text x=\"", at) + 9;
+  EXPECT_GE(std::stod(html.substr(x_at)), 7.0 * static_cast<double>(label.size() - 8)) << html.substr(x_at, 80);
   // No external resource: the only URL is the SVG namespace.
   const auto occurrences = [&](const std::string& needle) {
     size_t n = 0;
