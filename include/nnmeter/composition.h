@@ -58,12 +58,24 @@ struct CompositionModel {
   std::set<std::string> unscaled_kernels;  // predictor kernel names, e.g. "fc"
   NeighbourCorrection neighbours;       // k = 0: none
   Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
+  // `nn-meter calibrate --refresh`: the machine's level on a later day against the one the predictor was built
+  // and calibrated at, from a few networks measured then; every prediction is multiplied by it (1: never
+  // re-levelled). `relevel` says when and from what.
+  double level = 1;
+  Json relevel = nullptr;
   double factor(double footprint_mb) const;
   // The term alone. kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels.
   double latency(double kernels_ms, double unscaled_ms, double footprint_mb) const {
     return unscaled_ms + (kernels_ms - unscaled_ms) * factor(footprint_mb);
   }
-  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][; the 7 nearest of 72 calibration networks (median)]"
+  // A network's prediction: the term, the neighbours' correction and the level. kernels_by_type: Σ predicted ms
+  // per predictor kernel.
+  double predict(double kernels_ms, double unscaled_ms, double footprint_mb,
+                 const std::map<std::string, double>& kernels_by_type) const {
+    return latency(kernels_ms, unscaled_ms, footprint_mb) * neighbours.factor(kernels_by_type, footprint_mb) * level;
+  }
+  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][; the 7 nearest of 72 calibration networks (median)]
+  // [; re-levelled x1.042]"
   std::string describe() const;
   // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
   std::string describe_fit() const;

@@ -168,6 +168,21 @@ struct CalibrationReport : CompositionFit {
 };
 CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& settings, bool write = true);
 
+// `nn-meter calibrate --refresh`: on a later day the machine's level has moved, and every prediction with it.
+// A few networks are measured by the protocol (as evaluate does) and predicted as the calibrated predictor
+// predicts them; the level moves by the median of measured / predicted, and composition.json is rewritten
+// atomically with it (CompositionModel::level). The term itself is not refitted. A predictor without
+// composition.json, or no network both predicted and measured → Error saying what to run.
+struct RelevelReport {
+  EvaluateReport evaluation;  // the networks, predicted with the composition as it was
+  double previous_level = 1, level = 1;
+  AccuracySummary before, after;  // the predictions as they were, and with the new level
+  fs::path file;  // composition.json written; empty when not written (dry run)
+  Json to_json() const;
+  std::string to_table() const;
+};
+RelevelReport relevel(const Registry& registry, const EvaluateSettings& settings, bool write = true);
+
 // The family of a model file stem: "mobilenet_v2_r224_w1.0" → "mobilenet_v2".
 std::string model_family(const std::string& stem);
 

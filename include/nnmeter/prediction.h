@@ -58,12 +58,14 @@ struct UncoveredOp {
 
 struct ModelPrediction {
   std::string model;
-  double latency_ms = 0;   // (unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor) × neighbour_factor
+  // (unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor) × neighbour_factor × level
+  double latency_ms = 0;
   double kernels_ms = 0;   // sum of kernels[i].latency_ms
   double unscaled_ms = 0;  // of kernels_ms, what the composition's unscaled kernels take
   double footprint_mb = 0;  // model_footprint_mb
   double composition_factor = 1;  // 1 without a calibrated composition
   double neighbour_factor = 1;     // the composition's neighbours' correction; 1 without one
+  double level = 1;                // the composition's re-levelling (calibrate --refresh); 1 without one
   std::vector<KernelPrediction> kernels;
   std::vector<UncoveredOp> uncovered;
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share

@@ -81,14 +81,19 @@ void run_evaluate(Context& ctx, const EvaluateArgs& a) {
                             (s.work_dir / "results.csv").string()));
 }
 
-void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run) {
+void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run, bool refresh) {
   const EvaluateSettings s = settings_from(ctx, a);
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
-  const CalibrationReport report = calibrate(ctx.registry, s, !dry_run);
-  if (ctx.json)
-    std::cout << json_text(report.to_json()) << std::endl;
+  const auto show = [&](const auto& report) {
+    if (ctx.json)
+      std::cout << json_text(report.to_json()) << std::endl;
+    else
+      print_table(report.to_table());
+  };
+  if (refresh)
+    show(relevel(ctx.registry, s, !dry_run));
   else
-    print_table(report.to_table());
+    show(calibrate(ctx.registry, s, !dry_run));
 }
 
 // The options evaluate and calibrate share: which predictor, which models, how to measure them.
@@ -137,7 +142,11 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
                    "runs a network against the sum of its kernels measured alone) into its composition.json");
   add_measuring_options(cal, *c);
   cal->add_flag("--dry-run", *dry_run, "fit and report, but leave the predictor folder as it is");
-  cal->callback([&ctx, c, dry_run] { run_calibrate(ctx, *c, *dry_run); });
+  auto refresh = std::make_shared<bool>(false);
+  cal->add_flag("--refresh", *refresh,
+                "on a later day: measure a few networks and move the calibrated predictor's level by the median of "
+                "measured / predicted, without refitting the term (the machine's level moves between days)");
+  cal->callback([&ctx, c, dry_run, refresh] { run_calibrate(ctx, *c, *dry_run, *refresh); });
 }
 
 }  // namespace nnmeter::cli

@@ -224,21 +224,90 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
   return r;
 }
 
+namespace {
+
+fs::path predictor_folder(const Registry& registry, const EvaluateSettings& settings) {
+  if (fs::is_directory(settings.predictor)) return settings.predictor;
+  return LatencyPredictor::load(registry, settings.predictor, settings.predictor_version).kernel_predictors().folder();
+}
+
+}  // namespace
+
 CalibrationReport calibrate(const Registry& registry, const EvaluateSettings& settings, bool write) {
   CalibrationReport r;
   r.evaluation = evaluate(registry, settings);
   static_cast<CompositionFit&>(r) =
       fit_composition_forms(r.evaluation.models, r.evaluation, (settings.work_dir / "results.csv").string());
   if (write) {
-    const fs::path folder = fs::is_directory(settings.predictor)
-                                ? fs::path(settings.predictor)
-                                : LatencyPredictor::load(registry, settings.predictor, settings.predictor_version)
-                                      .kernel_predictors()
-                                      .folder();
-    r.file = folder / kCompositionFile;
+    r.file = predictor_folder(registry, settings) / kCompositionFile;
     io::save_json_file(r.file, r.composition.to_json());
   }
   return r;
+}
+
+RelevelReport relevel(const Registry& registry, const EvaluateSettings& settings, bool write) {
+  const fs::path file = predictor_folder(registry, settings) / kCompositionFile;
+  if (!fs::exists(file))
+    throw Error(fmt::format("predictor {} has no composition term ({}) to re-level: calibrate it first (nn-meter "
+                            "calibrate without --refresh)", settings.predictor, file.string()));
+  CompositionModel composition = CompositionModel::from_json(io::load_json_file(file), file.string());
+  RelevelReport r;
+  r.evaluation = evaluate(registry, settings);
+  std::vector<double> ratios;
+  for (const auto& m : r.evaluation.models)
+    if (m.error.empty() && m.measured_ms && m.predicted_ms && *m.measured_ms > 0 && *m.predicted_ms > 0)
+      ratios.push_back(*m.measured_ms / *m.predicted_ms);
+  if (ratios.empty())
+    throw Error(fmt::format("none of the {} networks could be both predicted and measured, nothing to re-level on: see {}",
+                            r.evaluation.models.size(), (settings.work_dir / "results.csv").string()));
+  // The median: one network caught by a burst of the machine must not move every prediction.
+  const double moved = LatencyStats::from_samples(ratios).median;
+  if (std::abs(std::log(moved)) > std::log(1.5))
+    spdlog::warn("the networks measure x{:.2f} what the predictor says: far more than a machine's level moves between "
+                 "days (another device or backend config?); consider rebuilding or calibrating the predictor again",
+                 moved);
+  r.previous_level = composition.level;
+  r.level = composition.level * moved;
+  const RepeatStatistic statistic = r.evaluation.protocol.statistic;
+  r.before = summarize_predictions(r.evaluation.models, statistic, [](const ModelEvaluation& m) { return m.predicted_ms; });
+  r.after = summarize_predictions(r.evaluation.models, statistic, [&](const ModelEvaluation& m) -> std::optional<double> {
+    if (!m.predicted_ms) return std::nullopt;
+    return *m.predicted_ms * moved;
+  });
+  composition.level = r.level;
+  composition.relevel = {{"networks", ratios.size()},
+                         {"backend", r.evaluation.backend},
+                         {"measured_at", fmt::format("{:%FT%TZ}", fmt::gmtime(std::time(nullptr)))},
+                         {"moved", moved},
+                         {"before", r.before.to_json()},
+                         {"after", r.after.to_json()}};
+  // A level outside what composition.json accepts is an error here, before anything is written.
+  CompositionModel::from_json(composition.to_json(), "the re-levelled composition");
+  if (write) {
+    r.file = file;
+    io::save_json_file(r.file, composition.to_json());
+  }
+  return r;
+}
+
+Json RelevelReport::to_json() const {
+  return {{"previous_level", previous_level}, {"level", level},     {"before", before.to_json()},
+          {"after", after.to_json()},         {"evaluation", evaluation.to_json()},
+          {"file", file.empty() ? Json(nullptr) : Json(file.string())}};
+}
+
+std::string RelevelReport::to_table() const {
+  const auto line = [](const AccuracySummary& s) {
+    return fmt::format("RMSPE {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)", s.rmspe, 100 * s.within10,
+                       100 * s.mean_error);
+  };
+  std::string out = evaluation.to_table();
+  out += fmt::format("re-levelled: x{:.4f} (was x{:.4f}) from {} networks measured now\n", level, previous_level,
+                     before.models);
+  out += "as predicted before: " + line(before) + "\n";
+  out += "re-levelled:         " + line(after) + " (in sample: evaluate on other networks to judge it)\n";
+  out += file.empty() ? "not written (--dry-run)\n" : "written to " + file.string() + "\n";
+  return out;
 }
 
 Json CalibrationReport::to_json() const {

@@ -93,8 +93,7 @@ double ModelEvaluation::kernels_ms_of(const std::set<std::string>& predictor_ker
 
 std::optional<double> ModelEvaluation::predicted_with(const CompositionModel& composition) const {
   if (!kernels_ms || !footprint_mb) return std::nullopt;
-  return composition.latency(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb) *
-         composition.neighbours.factor(kernels_ms_by_type, *footprint_mb);
+  return composition.predict(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb, kernels_ms_by_type);
 }
 
 std::optional<double> ModelEvaluation::relative_error() const {

@@ -147,6 +147,7 @@ std::string CompositionModel::describe() const {
     out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g})", neighbours.k,
                        neighbours.networks.size(), neighbours.statistic == NeighbourCorrection::Statistic::Median
                                                        ? "median" : "inverse-distance mean", neighbours.footprint_weight);
+  if (level != 1) out += fmt::format("; re-levelled x{:.3f}", level);
   return out;
 }
 
@@ -177,9 +178,15 @@ Json CompositionModel::to_json() const {
               {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
               {"unscaled_kernels", unscaled_kernels},
               {"calibration", calibration}};
+  if (level != 1) {
+    // Version 3: a reader that does not know the level must refuse the file rather than predict without it.
+    out["format_version"] = 3;
+    out["level"] = level;
+    out["relevel"] = relevel;
+  }
   if (neighbours.k > 0) {
     // Version 2: a reader that knows only the term must refuse the file rather than predict without the correction.
-    out["format_version"] = 2;
+    if (level == 1) out["format_version"] = 2;
     out["form"] = out["form"].get<std::string>() + ", times the median or inverse-distance mean of the residuals "
                   "(measured / term) of the k calibration networks nearest in kernel mix and footprint";
     Json networks = Json::array();
@@ -199,7 +206,7 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
   };
   if (!j.is_object()) throw bad("not a JSON object");
   const Json version = j.value("format_version", Json());
-  if (version != Json(1) && version != Json(2)) throw bad("format_version must be 1 or 2");
+  if (version != Json(1) && version != Json(2) && version != Json(3)) throw bad("format_version must be 1, 2 or 3");
   const auto number = [&](const char* key) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
@@ -227,7 +234,12 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
       m.unscaled_kernels.insert(name.get<std::string>());
     }
   }
-  if (version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
+  if (j.contains("neighbours") || version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
+  if (version == Json(3)) {
+    m.level = number("level");
+    if (!(m.level >= 0.001 && m.level <= 1000)) throw bad(fmt::format("'level' {:.3g} is outside 0.001-1000", m.level));
+    m.relevel = j.value("relevel", Json());
+  }
   m.calibration = j.value("calibration", Json::object());
   return m;
 }

@@ -249,7 +249,8 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   if (s.composition) {
     out.composition_factor = s.composition->factor(out.footprint_mb);
     out.neighbour_factor = s.composition->neighbours.factor(by_type, out.footprint_mb);
-    out.latency_ms = s.composition->latency(out.kernels_ms, out.unscaled_ms, out.footprint_mb) * out.neighbour_factor;
+    out.level = s.composition->level;
+    out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, by_type);
   }
 
   if (const auto stand_ins = out.stand_ins(); !stand_ins.empty()) {
@@ -300,6 +301,7 @@ Json ModelPrediction::to_json() const {
           {"footprint_mb", footprint_mb},
           {"composition_factor", composition_factor},
           {"neighbour_factor", neighbour_factor},
+          {"level", level},
           {"kernels", ks},
           {"uncovered", un},
           {"stand_ins", stand_ins()},

@@ -294,6 +294,70 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
 }
 
+// calibrate --refresh: a later day's networks move the calibrated predictor's level by the median of measured /
+// predicted, composition.json (format 3) carries it, evaluate and predict multiply by it, and a second refresh on
+// the same measurements moves nothing. Without a calibrated term it says what to run first.
+TEST_F(EvaluateCli, RefreshRelevelsACalibratedPredictor) {
+  const fs::path folder = work / "pred", dir = work / "r";
+  fs::copy(predictor(), folder, fs::copy_options::recursive);
+  const auto refresh = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args = {"calibrate", "--refresh", "--predictor", folder.string(), "--onnx", models().string(),
+                                     "--config", quick().string(), "--work-dir", dir.string(), "--repeats", "2", "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run_cli(args, home());
+  };
+  const CliResult uncalibrated = refresh({});
+  EXPECT_NE(uncalibrated.exit_code, 0);
+  EXPECT_TRUE(contains(uncalibrated.err, "has no composition term")) << uncalibrated.err;
+  EXPECT_TRUE(contains(uncalibrated.err, "nn-meter calibrate without --refresh")) << uncalibrated.err;
+  EXPECT_EQ(std::count(uncalibrated.err.begin(), uncalibrated.err.end(), '\n'), 1) << uncalibrated.err;
+
+  // A term that halves every prediction: the machine looks twice as slow as the predictor says.
+  CompositionModel half;
+  half.c0 = std::log(0.5);
+  half.footprint_min_mb = 0.01;
+  half.footprint_max_mb = 1000;
+  write_text(folder / kCompositionFile, half.to_json().dump());
+  const std::string original = read_text(folder / kCompositionFile);
+
+  const CliResult dry = refresh({"--dry-run"});
+  ASSERT_EQ(dry.exit_code, 0) << dry.err;
+  EXPECT_EQ(read_text(folder / kCompositionFile), original);
+  const Json d = Json::parse(dry.out);
+  std::vector<double> ratios;
+  for (const Json& m : d["evaluation"]["models"])
+    if (m["measured_ms"].is_number() && m["predicted_ms"].is_number())
+      ratios.push_back(m["measured_ms"].get<double>() / m["predicted_ms"].get<double>());
+  ASSERT_EQ(ratios.size(), 2u) << dry.out;  // the broken model is neither
+  const double median = (ratios[0] + ratios[1]) / 2;
+  EXPECT_NEAR(d["level"].get<double>(), median, 1e-12 * median);
+  EXPECT_LT(std::abs(d["after"]["mean_error"].get<double>()), std::abs(d["before"]["mean_error"].get<double>()));
+
+  const CliResult r = refresh({});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json written = Json::parse(read_text(folder / kCompositionFile));
+  EXPECT_EQ(written["format_version"], 3);
+  EXPECT_NEAR(written["level"].get<double>(), median, 1e-12 * median);
+  EXPECT_EQ(written["relevel"]["networks"], 2);
+  EXPECT_DOUBLE_EQ(written["c0"].get<double>(), half.c0) << "the term is not refitted";
+
+  // evaluate on the same measurements predicts with the level.
+  const CliResult e = run_cli({"evaluate", "--predictor", folder.string(), "--onnx", models().string(), "--config",
+                               quick().string(), "--work-dir", dir.string(), "--repeats", "2", "--json"},
+                              home());
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  std::map<std::string, double> before;
+  for (const Json& m : d["evaluation"]["models"])
+    if (m["predicted_ms"].is_number()) before[m["model"].get<std::string>()] = m["predicted_ms"].get<double>();
+  for (const Json& m : Json::parse(e.out)["models"])
+    if (m["predicted_ms"].is_number())
+      EXPECT_NEAR(m["predicted_ms"].get<double>(), before.at(m["model"].get<std::string>()) * median, 1e-9 * median * before.at(m["model"].get<std::string>())) << m.dump();
+  // The same measurements again: the level is where they put it already.
+  const CliResult again = refresh({});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NEAR(Json::parse(read_text(folder / kCompositionFile))["level"].get<double>(), median, 1e-9 * median);
+}
+
 // evaluate --calibrate-on: the calibration networks measured in one shuffled order with the evaluated ones
 // (one journal), the term fitted on them as calibrate fits it and the evaluated models predicted with it; the
 // predictor folder stays as it is and the term lands in the work dir. calibrate on a copy of that journal

@@ -168,6 +168,28 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
   EXPECT_TRUE(contains(err([](Json& j) { j["unscaled_kernels"] = {""}; }), "'unscaled_kernels'"));
 }
 
+// calibrate --refresh's level: format 3 (a reader of 1 or 2 refuses it), round-trips, multiplies every prediction,
+// and garbage is refused.
+TEST(Composition, ALevelIsVersionThreeAndMultipliesThePrediction) {
+  CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
+  EXPECT_EQ(m.to_json()["format_version"], 1);
+  const double plain = m.predict(2.0, 0.5, 33, {{"conv", 2.0}});
+  m.level = 1.25;
+  m.relevel = {{"networks", 4}};
+  const Json j = m.to_json();
+  EXPECT_EQ(j["format_version"], 3);
+  const CompositionModel back = CompositionModel::from_json(j, "c.json");
+  EXPECT_DOUBLE_EQ(back.level, 1.25);
+  EXPECT_EQ(back.relevel["networks"], 4);
+  EXPECT_DOUBLE_EQ(back.predict(2.0, 0.5, 33, {{"conv", 2.0}}), 1.25 * plain);
+  EXPECT_TRUE(contains(back.describe(), "re-levelled x1.250"));
+  Json bad = j;
+  bad["level"] = 5000;
+  EXPECT_TRUE(contains(error_of([&] { CompositionModel::from_json(bad, "c.json"); }), "'level' 5e+03 is outside 0.001-1000"));
+  bad.erase("level");
+  EXPECT_TRUE(contains(error_of([&] { CompositionModel::from_json(bad, "c.json"); }), "'level' must be a finite number"));
+}
+
 // The neighbours' correction: the residuals of the calibration networks nearest in kernel mix (and, weighted,
 // footprint), by median or inverse-distance mean; none with k = 0.
 TEST(Composition, NeighboursCorrectByTheNearestNetworksResiduals) {
@@ -220,7 +242,7 @@ TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
     edit(bad);
     return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
   };
-  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 3; }), "format_version must be 1 or 2"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 4; }), "format_version must be 1, 2 or 3"));
   EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 2 needs a 'neighbours' object"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 0; }), "'neighbours.k' must be an integer >= 1"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 3; }), "at least k networks"));
@@ -275,6 +297,15 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
   EXPECT_DOUBLE_EQ(q.latency_ms, fc_ms + (q.kernels_ms - fc_ms) * q.composition_factor);
   EXPECT_LT(q.latency_ms, p.latency_ms);
   EXPECT_DOUBLE_EQ(q.to_json()["unscaled_ms"].get<double>(), fc_ms);
+
+  // Re-levelled (calibrate --refresh): every prediction times the level, and the prediction says so.
+  CompositionModel levelled = m;
+  levelled.level = 1.1;
+  io::save_json_file(folder / kCompositionFile, levelled.to_json());
+  const ModelPrediction l = LatencyPredictor::from_folder(folder).predict_ir(ir);
+  EXPECT_DOUBLE_EQ(l.latency_ms, p.latency_ms * 1.1);
+  EXPECT_DOUBLE_EQ(l.level, 1.1);
+  EXPECT_DOUBLE_EQ(l.to_json()["level"].get<double>(), 1.1);
 
   // With neighbours: the term's prediction times their correction for this network's kernel mix.
   CompositionModel with_neighbours = m;
