@@ -1,25 +1,22 @@
 #!/usr/bin/env bash
-# One measurement, several predictors and calibration sets: on the output of
-# `CALIBRATE=72 bench/run_accuracy_bench.sh OUT` (the 55 evaluated and 72 calibration networks measured in one
-# shuffled order), the build's own predictor and every LABEL=PREDICTOR given are calibrated on the 23, the 49 and
-# all 72 (on a CALIBRATE=99 run also on the 27 of span_calibration_models and all 99, on a CALIBRATE=135 run also
-# on the 36 of small_calibration_models and all 135) and scored on the 55, each
-# from a copy of OUT/evaluate's journal (nothing measured again: checked).
-# Results: OUT/score/<label>_<cal>.txt (and its work dir with results.json).
+# One measurement, several predictors and calibration sets: on the output of bench/run_accuracy_bench.sh OUT (the
+# scored and the calibration networks measured in one shuffled order), the build's own predictor and every
+# LABEL=PREDICTOR given are calibrated on each library set among the run's calibration networks (for the preset
+# accurate: calibration, calibration-more, calibration-span, calibration-small and their unions calibration-72,
+# -99 and -135) and scored on OUT/models, each from a copy of OUT/evaluate's journal (nothing measured again:
+# checked).
+# Results: OUT/score/<label>_<set>.txt (and its work dir with results.json).
 # RESCORE_WITH=BUILD_DIR scores with that build's programs (frozen into OUT/bin-rescore) instead of the run's own,
 # into OUT/score-rescore: a newer calibrate judged on the same measurement.
 # Usage: bench/run_rescore_bench.sh OUT [LABEL=PREDICTOR ...]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
-source "$(dirname "${BASH_SOURCE[0]}")/calibration_sets.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/calibration_subsets.sh"
 here="$(cd "$(dirname "$0")" && pwd)"
-out="$(realpath "${1:?the output folder of CALIBRATE=72, 99 or 135 bench/run_accuracy_bench.sh}")"
+out="$(realpath "${1:?the output folder of bench/run_accuracy_bench.sh}")"
 shift
-[ -d "$out/more_calibration_models" ] && [ -f "$out/evaluate/results.json" ] ||
-  { echo "$out is not a finished CALIBRATE=72, 99 or 135 run of bench/run_accuracy_bench.sh" >&2; exit 1; }
-calibrate="$(calibrate_of_run "$out")"
-make_calibration_sets "$out" "$calibrate" "$out/bin/nn-meter"
-mapfile -t sets < <(scored_calibration_sets "$calibrate")
+[ -d "$out/calibration" ] && [ -f "$out/evaluate/results.json" ] ||
+  { echo "$out is not a finished run of bench/run_accuracy_bench.sh with its calibration networks" >&2; exit 1; }
 bin="$out/bin" score="$out/score"
 if [ -n "${RESCORE_WITH:-}" ]; then
   bin="$out/bin-rescore" score="$out/score-rescore"
@@ -29,6 +26,7 @@ nnm="$bin/nn-meter"
 export NN_METER_HOME="$out/home"
 export NN_METER_WORKER="$bin/nn-meter-worker"
 use_frozen "$bin"
+mapfile -t sets < <(calibration_subsets "$out" "$nnm")
 repeats="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["protocol"]["repeats"])' "$out/evaluate/results.json")"
 mkdir -p "$score"
 for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
@@ -37,6 +35,6 @@ for arg in "build=$out/ws/predictor_build/predictor" "$@"; do
   for cal in "${sets[@]}"; do
     echo "== $label, term fitted on $cal"
     "$here/score_on_journal.sh" "$nnm" "$out/evaluate" "$score/${label}_$cal" "$predictor" "$out/models" \
-      "$out/$cal" "$repeats"
+      "$out/calibration-sets/$cal" "$repeats"
   done
 done

@@ -36,7 +36,8 @@ struct BuilderSettings {
   double timeout_s = 300;       // per profiled model
   fs::path worker_executable;   // nn-meter-worker; empty: find_worker_executable()
   bool progress = true;         // progress lines on a terminal
-  RegressorMode regressor = RegressorMode::random_forest;
+  // Absent: REGRESSOR of predictorbuild_config.yaml (random forest where that is absent too).
+  std::optional<RegressorMode> regressor;
   // build_latency_predictor also runs the fusion-rule test (resumable) and writes fusion_rules.json into
   // the predictor folder.
   bool ruletest = true;
@@ -144,6 +145,7 @@ class Builder {
                              const std::map<std::string, ProfileOutcome>& outcomes);
   KernelSuite& suite(const std::string& kernel_type);
   uint64_t seed_for(const std::string& kernel_type, const std::string& mark) const;
+  RegressorParams regressor_params(const std::string& kernel_type) const;
   fs::path results_dir() const { return workspace_.predictor_build_dir() / "results"; }
 
   Workspace workspace_;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "nnmeter/common.h"
+#include "nnmeter/predictor.h"
 
 namespace nnmeter {
 
@@ -38,6 +39,8 @@ struct PredictorBuildConfig {
   // CALIBRATION_NETWORKS: networks (entries as SAMPLE_MODELS') the build measures by the repeat protocol once
   // its kernel predictors are trained, fitting the predictor's composition term on them (composition.json).
   std::vector<fs::path> calibration_networks;
+  // REGRESSOR: rf (random forest, nn-Meter's) or gbdt; `nn-meter build --regressor` overrides it.
+  RegressorMode regressor = RegressorMode::random_forest;
   std::map<std::string, KernelBuildSettings> kernels;  // KERNELS
   // The KERNELS entry of `kernel`, or the defaults for a kernel the file does not list.
   KernelBuildSettings kernel(const std::string& name) const;

@@ -81,6 +81,12 @@ Builder::Builder(Workspace workspace, Registry registry, BuilderSettings setting
   // An unknown backend or a bad backend_config.yaml value fails now, not after sampling.
   resolve_backend_config(find_backend(registry_, settings_.backend).params, workspace_.backend_config,
                          (workspace_.configs_dir() / "backend_config.yaml").string());
+  if (!settings_.regressor) settings_.regressor = workspace_.build_config().regressor;
+}
+
+RegressorParams Builder::regressor_params(const std::string& kernel_type) const {
+  return settings_.regressor == RegressorMode::gbdt ? default_gbdt_params()
+                                                    : default_regressor_params(kernel_type, settings_.backend);
 }
 
 KernelSuite& Builder::suite(const std::string& kernel_type) {
@@ -305,9 +311,7 @@ PredictorBuildResult Builder::build_predictor_by_data(const std::string& kernel_
   for (const auto& id : table.ids) data.configs.push_back(kernel_data.at(id).value("config", Json::object()));
   if (data.features.empty()) throw Error("no profiled samples of '" + kernel_type + "' to train on");
   data.feature_names = feature_names_for(*s.parser, data.features.front().size());
-  const RegressorParams params = settings_.regressor == RegressorMode::gbdt
-                                     ? default_gbdt_params()
-                                     : default_regressor_params(kernel_type, settings_.backend);
+  const RegressorParams params = regressor_params(kernel_type);
 
   PredictorBuildResult out;
   out.train = train_kernel_predictor(data, params, error_threshold, TrainMode::split, kernel_type);
@@ -479,8 +483,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     all.labels = table.labels;
     if (all.features.empty()) throw Error("no profiled samples of '" + kernel + "' to train on");
     all.feature_names = feature_names_for(*ks.parser, all.features.front().size());
-    const RegressorParams params = settings_.regressor == RegressorMode::gbdt ? default_gbdt_params()
-                                                                              : default_regressor_params(kernel, settings_.backend);
+    const RegressorParams params = regressor_params(kernel);
     const TrainResult final_fit = train_kernel_predictor(all, params, s.error_threshold, TrainMode::final, kernel);
     KernelPredictorMeta meta;
     meta.kernel = kernel;

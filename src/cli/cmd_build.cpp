@@ -15,7 +15,7 @@ namespace nnmeter::cli {
 namespace {
 
 struct BuildArgs {
-  std::string workspace, backend, kernels, name, output, regressor = "rf";
+  std::string workspace, backend, kernels, name, output, regressor;
   double timeout_s = 300;
   uint64_t seed = 1;
   bool no_ruletest = false;
@@ -33,7 +33,9 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   settings.remeasure_noisy = a.remeasure_noisy;
   if (a.regressor == "gbdt") {
     settings.regressor = RegressorMode::gbdt;
-  } else if (a.regressor != "rf") {
+  } else if (a.regressor == "rf") {
+    settings.regressor = RegressorMode::random_forest;
+  } else if (!a.regressor.empty()) {
     throw Error("--regressor must be rf or gbdt, not '" + a.regressor + "'");
   }
   check_timeout(a.timeout_s);
@@ -93,7 +95,9 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   build_cmd->add_option("--kernels", args->kernels, "comma-separated kernels (default: KERNELS of predictorbuild_config.yaml)");
   build_cmd->add_option("--predictor-name", args->name, "name of the predictor (default: <backend>_predictor)");
   build_cmd->add_option("--output", args->output, "predictor folder (default: <workspace>/predictor_build/predictor)");
-  build_cmd->add_option("--regressor", args->regressor, "rf (random forest, nn-Meter's) or gbdt (gradient boosting)");
+  build_cmd->add_option("--regressor", args->regressor,
+                        "rf (random forest, nn-Meter's) or gbdt (gradient boosting) (default: REGRESSOR of "
+                        "predictorbuild_config.yaml, else rf)");
   build_cmd->add_flag("--no-ruletest", args->no_ruletest,
                       "do not run the fusion-rule test; the predictor folder then has no fusion_rules.json");
   build_cmd->add_flag("--remeasure-noisy", args->remeasure_noisy,

@@ -1,5 +1,6 @@
 // nn-meter create / connect: workspaces and the connection test of a backend.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 
@@ -14,10 +15,26 @@ namespace nnmeter::cli {
 namespace {
 
 struct CreateArgs {
-  std::string tflite, openvino, customized, builtin, backend;
+  std::string tflite, openvino, customized, builtin, backend, preset;
+  bool list_presets = false;
 };
 
+void list_presets(const Context& ctx) {
+  if (ctx.json) {
+    Json presets = Json::array();
+    for (const auto& p : workspace_presets()) presets.push_back(p.to_json());
+    std::cout << json_text(presets) << std::endl;
+    return;
+  }
+  print_line("Presets (nn-meter create ... --preset NAME; docs/config.md):");
+  for (const auto& p : workspace_presets()) print_line(fmt::format("  {:<9} {}", p.name, p.description));
+}
+
 void create(Context& ctx, const CreateArgs& a) {
+  if (a.list_presets) {
+    list_presets(ctx);
+    return;
+  }
   WorkspaceFlavor flavor;
   std::string dir, platform;
   if (!a.tflite.empty()) {
@@ -32,11 +49,15 @@ void create(Context& ctx, const CreateArgs& a) {
     throw UsageError("give one of --tflite-workspace, --openvino-workspace, --customized-workspace or --workspace "
                 "(see nn-meter create --help)");
   }
-  const fs::path root = create_workspace(ctx.registry, dir, flavor, a.backend);
-  report(ctx,
-         fmt::format("Workspace {} for {} platform has been created. Users could edit experiment config in {}/.",
-                     root.string(), platform, (root / "configs").string()),
-         {{"workspace", root.string()}, {"platform", platform}, {"configs", (root / "configs").string()}});
+  const fs::path root = create_workspace(ctx.registry, dir, flavor, a.backend, a.preset);
+  std::string line = fmt::format("Workspace {} for {} platform has been created. Users could edit experiment config in {}/.",
+                                 root.string(), platform, (root / "configs").string());
+  Json json = {{"workspace", root.string()}, {"platform", platform}, {"configs", (root / "configs").string()}};
+  if (!a.preset.empty()) {
+    line += fmt::format(" Its configs inherit the preset {} (configs/presets/{}/).", a.preset, a.preset);
+    json["preset"] = a.preset;
+  }
+  report(ctx, line, json);
 }
 
 void connect(Context& ctx, const std::string& backend_name, const std::string& workspace) {
@@ -69,6 +90,16 @@ void add_workspace_commands(CLI::App& app, Context& ctx) {
     for (auto* b : where)
       if (a != b) a->excludes(b);
   create_cmd->add_option("--backend", args->backend, "the backend name for registered backend");
+  std::vector<std::string> presets;
+  for (const auto& p : workspace_presets()) presets.push_back(p.name);
+  // An unknown name fails while parsing, before anything is written: one line naming the presets, exit 2.
+  create_cmd
+      ->add_option("--preset", args->preset,
+                   fmt::format("start from a preset's configs, {}; the workspace's own configs then only override "
+                               "it (see --list-presets)",
+                               fmt::join(presets, " or ")))
+      ->check(CLI::IsMember(presets));
+  create_cmd->add_flag("--list-presets", args->list_presets, "list the presets (with --json: their configs) and exit");
   create_cmd->callback([&ctx, args] { create(ctx, *args); });
 
   auto backend = std::make_shared<std::string>();

@@ -228,15 +228,18 @@ LAYERS_1D:
 }
 
 // Generated from the backends' declared parameters, so that both backends of a workspace accept it as it is.
+const std::vector<BackendParam>& tflite_workspace_params() { return tflite::backend_params(false); }
+const std::vector<BackendParam>& openvino_workspace_params() { return openvino::backend_params(true); }
+
 std::string tflite_backend_config_yaml() {
   return "# TFLite's benchmark_model on an Android device over adb, for tflite_cpu and tflite_gpu (docs/cli-backends.md).\n" +
-         default_backend_config_yaml(tflite::backend_params(false));
+         default_backend_config_yaml(tflite_workspace_params());
 }
 
 std::string openvino_backend_config_yaml() {
   return "# OpenVINO's benchmark_app on this machine, for openvino_vpu (DEVICE: MYRIAD) and openvino_cpu (DEVICE: CPU)\n"
          "# (docs/cli-backends.md).\n" +
-         default_backend_config_yaml(openvino::backend_params(true));
+         default_backend_config_yaml(openvino_workspace_params());
 }
 
 }  // namespace nnmeter

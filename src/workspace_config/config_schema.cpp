@@ -117,6 +117,14 @@ void warn_likely_typos(const Json& config, const std::vector<ConfigKey>& keys, c
   }
 }
 
+// REGRESSOR, a text key of two values (its type is checked with the other keys').
+RegressorMode regressor_of(const Json& config, const std::string& file) {
+  const auto it = config.find("REGRESSOR");
+  if (it == config.end() || it->is_null() || *it == "rf") return RegressorMode::random_forest;
+  if (*it == "gbdt") return RegressorMode::gbdt;
+  throw Error(fmt::format("{}: REGRESSOR must be rf or gbdt, got {}", file, shown(*it)));
+}
+
 }  // namespace
 
 const std::vector<ConfigKey>& predictorbuild_keys() {
@@ -130,7 +138,8 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"INPUT_RESOLUTIONS", T::IntList, 16, 1024},
                                               {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4},
                                               {"SAMPLE_MODELS", T::PathList},
-                                              {"CALIBRATION_NETWORKS", T::PathList}};
+                                              {"CALIBRATION_NETWORKS", T::PathList},
+                                              {"REGRESSOR", T::Text}};
   return keys;
 }
 
@@ -172,6 +181,7 @@ void check_config_keys(const Json& config, const std::vector<ConfigKey>& keys, c
 void check_predictorbuild_config(const Json& config, const std::string& file) {
   check_config_keys(config, predictorbuild_keys(), file);
   warn_likely_typos(config, predictorbuild_keys(), {"KERNELS"}, file);
+  regressor_of(config, file);
   const Json& kernels = config.at("KERNELS");
   for (const auto& [kernel, settings] : kernels.items()) {
     check_name("kernel", kernel, file + " KERNELS");
@@ -234,6 +244,7 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
     p.width_multipliers = w->get<std::vector<double>>();
   for (const auto& path : names_of(c, "SAMPLE_MODELS")) p.sample_models.emplace_back(path);
   for (const auto& path : names_of(c, "CALIBRATION_NETWORKS")) p.calibration_networks.emplace_back(path);
+  p.regressor = regressor_of(c, file);
   const auto kernels = c.find("KERNELS");
   if (kernels == c.end() || kernels->is_null()) return p;
   if (!kernels->is_object()) throw Error(file + ": KERNELS must be a mapping from kernel name to its settings");

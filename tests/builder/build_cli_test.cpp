@@ -90,6 +90,28 @@ TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
   EXPECT_EQ(read_text(ws / "predictor_build" / "predictor" / "relu.json"), predictor) << "same data, same predictor";
 }
 
+// REGRESSOR in the workspace (as the preset accurate sets it) chooses the regressor; --regressor overrides it.
+TEST(BuildCli, TheRegressorIsTheConfigsUnlessTheFlagNamesOne) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n");
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             read_text(ws / "configs" / "predictorbuild_config.yaml") + "REGRESSOR: gbdt\n");
+  auto mode_of = [](const fs::path& predictor) {
+    const Json kernels = io::load_json_file(predictor / "predictor.json");
+    return contains(kernels.dump(), R"("mode":"gbdt")") ? "gbdt" : contains(kernels.dump(), R"("mode":"rf")") ? "rf" : "";
+  };
+  const std::vector<std::string> build = {"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"};
+  const CliResult configured = run_cli(build, tmp / "home");
+  ASSERT_EQ(configured.exit_code, 0) << configured.out << configured.err;
+  EXPECT_STREQ(mode_of(ws / "predictor_build" / "predictor"), "gbdt");
+  std::vector<std::string> flagged = build;
+  for (const char* a : {"--regressor", "rf", "--output"}) flagged.emplace_back(a);
+  flagged.push_back((tmp / "rf").string());
+  const CliResult overridden = run_cli(flagged, tmp / "home");
+  ASSERT_EQ(overridden.exit_code, 0) << overridden.out << overridden.err;
+  EXPECT_STREQ(mode_of(tmp / "rf"), "rf");
+}
+
 // The kernels of one phase are profiled in one shuffled order, so a drift of the device spreads over all of
 // them; drift probes are measured at the start, along the way and at the end, and reported.
 TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {

@@ -13,5 +13,6 @@ out=$(complete_line nn-meter predict --pre);            [[ "$out" == *" --predic
 out=$(complete_line nn-meter benchmark --backend one);  [[ "$out" == *" onednn_cpu "* ]] || fail "backend names: '$out'"
 out=$(complete_line nn-meter backend "");               [[ "$out" == *" onednn_cpu "* ]] || fail "backend tools: '$out'"
 out=$(complete_line nn-meter backend onednn_cpu "");    [[ "$out" == *" profile "* ]] || fail "backend subcommands: '$out'"
+out=$(complete_line nn-meter create --preset "");      [[ "$out" == *" quick "* && "$out" == *" accurate "* ]] || fail "preset names: '$out'"
 out=$(complete_line nn-meter sample --kernel dwconv);   [[ "$out" == *" dwconv-bn-relu "* ]] || fail "kernel names: '$out'"
 echo "ok"

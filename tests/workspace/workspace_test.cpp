@@ -5,6 +5,7 @@
 #include "nnmeter/registry.h"
 #include "nnmeter/workspace.h"
 #include "support/test_support.h"
+#include "workspace_config/config_schema.h"
 
 namespace nnmeter {
 namespace {
@@ -174,6 +175,15 @@ TEST(TypedConfigs, PredictorBuildConfigReadsTheFileOnce) {
   EXPECT_EQ(bad, "p.yaml: KERNELS.fc.ITERATION must be an integer in [1, 100], got 0");
   EXPECT_NE(test::error_of([] { PredictorBuildConfig::from_json(Json{{"KERNELS", 3}}); }).find("KERNELS must be a mapping"),
             std::string::npos);
+}
+
+TEST(TypedConfigs, RegressorIsRfOrGbdt) {
+  EXPECT_EQ(PredictorBuildConfig::from_json(Json::object()).regressor, RegressorMode::random_forest);
+  EXPECT_EQ(PredictorBuildConfig::from_json(Json{{"REGRESSOR", "gbdt"}}).regressor, RegressorMode::gbdt);
+  EXPECT_EQ(test::error_of([] { PredictorBuildConfig::from_json(Json{{"REGRESSOR", "xgb"}}, "p.yaml"); }),
+            "p.yaml: REGRESSOR must be rf or gbdt, got \"xgb\"");
+  EXPECT_EQ(test::error_of([] { check_predictorbuild_config(Json{{"REGRESSOR", 3}, {"KERNELS", Json::object()}}, "p.yaml"); }),
+            "p.yaml: REGRESSOR must be a text value, got 3");
 }
 
 TEST(TypedConfigs, RuleTestConfigReadsTheFileOnce) {
