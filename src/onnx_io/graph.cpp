@@ -299,7 +299,7 @@ Graph load_graph(onnx::ModelProto model, const std::string& origin, const Runtim
   check_model(g.model, origin);
   g.opset = default_opset(g.model);
   if (g.opset > 17)
-    throw Error(fmt::format("{} uses opset {}; {} supports opsets up to 17 (exports at 11 to 13 are tested)", origin,
+    throw Error(fmt::format("{} uses opset {}; {} supports opsets up to 17 (exports at 11 to 13 and 17 are tested)", origin,
                             g.opset, g.engine));
   Loader(g, runtime).run();
   // Every initializer is a constant of the graph now; the protobuf copies of the weights would only double

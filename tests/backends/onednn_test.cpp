@@ -195,6 +195,167 @@ TEST(OneDnnOps, LayoutOpsAndFoldedShapeSubgraphs) {
   expect_matches_reference(b.model());
 }
 
+// The one-line error loading and compiling the model gives, "" when it loads.
+std::string load_error(const onnx::ModelProto& m) {
+  try {
+    Engine engine(load_graph(m, "bad.onnx"), EngineOptions{1});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Transformer exports: the ops and patterns torch.onnx.export writes for LayerNorm, GELU and attention.
+
+// Steps of the plan by primitive, reorders not counted.
+std::map<std::string, int> primitives(const Json& plan) {
+  std::map<std::string, int> out;
+  for (const auto& s : plan["steps"])
+    if (s["primitive"] != "reorder") ++out[s["primitive"].get<std::string>()];
+  return out;
+}
+
+std::string scalar(LayerBuilder& b, float v) { return b.constant_floats({}, {v}); }
+
+// nn.LayerNorm over the trailing `dims` axes as PyTorch exports it before opset 17.
+std::string layer_norm_chain(LayerBuilder& b, const std::string& x, size_t dims, bool affine, float eps = 1e-5f) {
+  const Shape& xs = b.shape(x);
+  std::vector<int64_t> axes;
+  for (size_t i = dims; i > 0; --i) axes.push_back(-static_cast<int64_t>(i));
+  Shape kept = xs;
+  for (size_t i = xs.size() - dims; i < xs.size(); ++i) kept[i] = 1;
+  const Shape normalized(xs.end() - static_cast<long>(dims), xs.end());
+  const auto mean = b.node("ReduceMean", {x}, kept, {attr("axes", axes)});
+  const auto centred = b.node("Sub", {x, mean}, xs);
+  const auto var = b.node("ReduceMean", {b.node("Pow", {centred, scalar(b, 2.f)}, xs)}, kept, {attr("axes", axes)});
+  const auto std = b.node("Sqrt", {b.node("Add", {var, scalar(b, eps)}, kept)}, kept);
+  auto y = b.node("Div", {centred, std}, xs);
+  if (!affine) return y;
+  y = b.node("Mul", {y, b.random_weights(normalized, 0.5f)}, xs);
+  return b.node("Add", {y, b.random_weights(normalized, 0.5f)}, xs);
+}
+
+// nn.GELU() as PyTorch exports it: x * 0.5 * (1 + erf(x / sqrt(2))).
+std::string gelu_chain(LayerBuilder& b, const std::string& x) {
+  const Shape& xs = b.shape(x);
+  const auto e = b.node("Erf", {b.node("Div", {x, scalar(b, std::sqrt(2.f))}, xs)}, xs);
+  const auto m = b.node("Mul", {x, b.node("Add", {e, scalar(b, 1.f)}, xs)}, xs);
+  return b.node("Mul", {m, scalar(b, 0.5f)}, xs);
+}
+
+// nn.Linear on the last axis: MatMul by the weight, then the bias added.
+std::string linear(LayerBuilder& b, const std::string& x, int64_t out) {
+  Shape ys = b.shape(x);
+  const int64_t in = ys.back();
+  ys.back() = out;
+  return b.node("Add", {b.random_weights({out}, 0.1f), b.node("MatMul", {x, b.random_weights({in, out}, 0.3f)}, ys)}, ys);
+}
+
+TEST(OneDnnOps, LayerNormalizationOverTrailingAxes) {
+  LayerBuilder b("layernorm", 17, 21);
+  const auto x = b.input("x", {2, 5, 6});
+  const auto t = b.input("t", {1, 3, 4, 5});
+  b.output(b.node("LayerNormalization", {x, b.random_weights({6}, 0.5f), b.random_weights({6}, 0.5f)}, {2, 5, 6}));
+  b.output(b.node("LayerNormalization", {x, b.random_weights({5, 6}, 0.5f)}, {2, 5, 6}, {attr("axis", int64_t{1})}));
+  b.output(b.node("LayerNormalization", {t, b.random_weights({5}, 0.5f), b.random_weights({4, 5}, 0.5f)}, {1, 3, 4, 5},
+                  {attr("axis", int64_t{-2}), attr("epsilon", 1e-3f)}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  EXPECT_EQ(primitives(Engine(load_graph(model, "layernorm"), EngineOptions{1}).plan())["layer_normalization"], 3);
+}
+
+TEST(OneDnnOps, PowWithAConstantExponent) {
+  LayerBuilder b("pow", 13, 22);
+  const auto x = b.input("x", {2, 3, 7});
+  const auto y = b.input("y", {2, 3, 7});
+  b.output(b.node("Pow", {x, scalar(b, 3.f)}, {2, 3, 7}));
+  // The exponent as a tensor of one repeated value; the base folded from constants (Pow of two constants).
+  const auto two = b.constant_floats({1, 1, 7}, std::vector<float>(7, 2.f));
+  const auto folded = b.node("Pow", {b.constant_floats({7}, {1, 2, 3, 4, 5, 6, 7}), scalar(b, 0.5f)}, {7});
+  b.output(b.node("Add", {b.node("Pow", {b.node("Add", {x, y}, {2, 3, 7}), two}, {2, 3, 7}), folded}, {2, 3, 7}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  // The square runs inside the Add before it; the folded Pow is no step at all.
+  const Json plan = Engine(load_graph(model, "pow"), EngineOptions{1}).plan();
+  int pow_post_ops = 0;
+  for (const auto& s : plan["steps"])
+    for (const auto& p : s.value("post_ops", Json::array())) pow_post_ops += p == "pow";
+  EXPECT_EQ(pow_post_ops, 1) << plan.dump(1);
+  EXPECT_EQ(primitives(plan), (std::map<std::string, int>{{"binary", 2}, {"eltwise", 1}})) << plan.dump(1);
+}
+
+TEST(OneDnnOps, GeluChainRunsAsOneGeluStep) {
+  LayerBuilder b("gelu", 13, 23);
+  const auto x = b.input("x", {1, 9, 16});
+  b.output(gelu_chain(b, x));                          // alone: one eltwise step
+  b.output(linear(b, gelu_chain(b, linear(b, x, 32)), 16));  // behind a Linear: a post-op of its bias Add
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "gelu"), EngineOptions{1}).plan();
+  int gelu = 0;
+  for (const auto& s : plan["steps"]) {
+    EXPECT_NE(s["op"], "Erf") << s.dump();
+    gelu += s.value("as", "") == "GELU";
+    for (const auto& p : s.value("post_ops", Json::array())) gelu += p == "gelu_erf";
+  }
+  EXPECT_EQ(gelu, 2) << plan.dump(1);
+  EXPECT_EQ(primitives(plan), (std::map<std::string, int>{{"binary", 2}, {"eltwise", 1}, {"matmul", 2}})) << plan.dump(1);
+}
+
+TEST(OneDnnOps, LayerNormPatternRunsAsOneLayerNormalization) {
+  LayerBuilder b("layernorm_chain", 13, 24);
+  const auto x = b.input("x", {1, 7, 16});
+  const auto c = b.input("c", {1, 8, 5, 5});
+  b.output(layer_norm_chain(b, x, 1, true));
+  b.output(layer_norm_chain(b, x, 2, false, 1e-6f));
+  // ConvNeXt's LayerNorm over channels: permuted to channels-last and back.
+  const auto last = b.node("Transpose", {c}, {1, 5, 5, 8}, {attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+  b.output(b.node("Transpose", {layer_norm_chain(b, last, 1, true)}, {1, 8, 5, 5}, {attr("perm", std::vector<int64_t>{0, 3, 1, 2})}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "layernorm_chain"), EngineOptions{1}).plan();
+  const auto steps = primitives(plan);
+  EXPECT_EQ(steps.at("layer_normalization"), 3) << plan.dump(1);
+  EXPECT_EQ(steps.count("reduction") + steps.count("binary") + steps.count("eltwise"), 0u) << plan.dump(1);
+}
+
+// What is not exactly LayerNorm or GELU runs op by op, and still right.
+TEST(OneDnnOps, NearMissPatternsRunUnfused) {
+  LayerBuilder b("near_miss", 13, 25);
+  const auto x = b.input("x", {1, 6, 10});
+  const Shape xs{1, 6, 10}, kept{1, 6, 1};
+  const auto mean = b.node("ReduceMean", {x}, kept, {attr("axes", std::vector<int64_t>{-1})});
+  const auto centred = b.node("Sub", {x, mean}, xs);
+  const auto cube = b.node("ReduceMean", {b.node("Pow", {centred, scalar(b, 3.f)}, xs)}, kept, {attr("axes", std::vector<int64_t>{-1})});
+  b.output(b.node("Div", {centred, b.node("Sqrt", {b.node("Add", {b.node("Mul", {cube, cube}, kept), scalar(b, 1e-5f)}, kept)}, kept)}, xs));
+  expect_matches_reference(b.model());
+  LayerBuilder g("near_miss_gelu", 13, 26);
+  const auto gx = g.input("x", xs);
+  const auto e = g.node("Erf", {g.node("Div", {gx, scalar(g, 2.f)}, xs)}, xs);  // x/2, not x/sqrt(2)
+  g.output(g.node("Mul", {g.node("Mul", {gx, g.node("Add", {e, scalar(g, 1.f)}, xs)}, xs), scalar(g, 0.5f)}, xs));
+  EXPECT_NE(load_error(g.model()).find("Erf node"), std::string::npos);
+}
+
+// Scaled dot-product attention as nn.MultiheadAttention exports it: both MatMul operands at run time.
+TEST(OneDnnOps, AttentionWithRuntimeMatMuls) {
+  LayerBuilder b("attention", 13, 26);
+  const auto x = b.input("x", {1, 10, 16});
+  auto heads = [&](const std::string& t) {
+    const auto r = b.node("Reshape", {linear(b, t, 16), b.constant_ints({1, 10, 2, 8})}, {1, 10, 2, 8});
+    return b.node("Transpose", {r}, {1, 2, 10, 8}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+  };
+  const auto q = heads(x), k = heads(x), v = heads(x);
+  const auto kt = b.node("Transpose", {k}, {1, 2, 8, 10}, {attr("perm", std::vector<int64_t>{0, 1, 3, 2})});
+  const auto scores = b.node("Div", {b.node("MatMul", {q, kt}, {1, 2, 10, 10}), scalar(b, std::sqrt(8.f))}, {1, 2, 10, 10});
+  const auto ctx = b.node("MatMul", {b.softmax(scores), v}, {1, 2, 10, 8});
+  const auto merged = b.node("Transpose", {ctx}, {1, 10, 2, 8}, {attr("perm", std::vector<int64_t>{0, 2, 1, 3})});
+  b.output(layer_norm_chain(b, b.node("Add", {x, b.node("Reshape", {merged, b.constant_ints({1, 10, 16})}, {1, 10, 16})}, {1, 10, 16}), 1, true));
+  b.output(b.softmax(linear(b, x, 16), 1));  // Softmax over a middle axis
+  const auto model = b.model();
+  expect_matches_reference(model, 1e-4);
+}
+
 // Reorders in the plan that are not edge reorders, by the first word of their reason.
 std::map<std::string, int> inner_reorders(const Json& plan) {
   std::map<std::string, int> out;
@@ -285,15 +446,6 @@ TEST(ZooWidths, NarrowerNetworksStayConsistentAndCostLess) {
 // ---------------------------------------------------------------------------------------------------
 // Errors: one line naming the op, the node and the attribute; never a crash.
 
-std::string load_error(const onnx::ModelProto& m) {
-  try {
-    Engine engine(load_graph(m, "bad.onnx"), EngineOptions{1});
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(OneDnnErrors, UnsupportedOpNamesOpAndNode) {
   LayerBuilder b("bad", 13, 1);
   const auto x = b.input("x", {1, 3, 4, 4});
@@ -321,6 +473,49 @@ TEST(OneDnnErrors, RuntimeWeightsAndBadShapesAreRejected) {
   LayerBuilder c("bad", 13, 1);
   const auto y = c.input("x", {1, 3, 4, 4});
   EXPECT_NE(load_error(one_output(c, c.node("Reshape", {y, c.constant_ints({5, -1})}, {5, 1}))).find("shape"), std::string::npos);
+}
+
+// Bad transformer inputs: one line naming the node, no crash.
+TEST(OneDnnErrors, TransformerOpsRefuseBadInputs) {
+  auto expect_error = [](const onnx::ModelProto& m, const std::string& node, std::vector<std::string> words) {
+    const auto msg = load_error(m);
+    EXPECT_NE(msg.find(node), std::string::npos) << msg;
+    for (const auto& w : words) EXPECT_NE(msg.find(w), std::string::npos) << w << " in: " << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  };
+  {
+    LayerBuilder b("bad", 13, 1);
+    const auto y = b.node("MatMul", {b.input("a", {2, 3, 4}), b.input("b", {2, 5, 6})}, {2, 3, 6});
+    expect_error(one_output(b, y), "MatMul node '" + b.model().graph().node(0).name() + "'", {"inner dimensions"});
+  }
+  {
+    LayerBuilder b("bad", 17, 1);
+    const auto x = b.input("x", {2, 3});
+    const auto y = b.node("LayerNormalization", {x, b.random_weights({3}, 1.f)}, {2, 3}, {attr("axis", int64_t{2})});
+    expect_error(one_output(b, y), "LayerNormalization node", {"'axis'", "out of range"});
+  }
+  for (const char* op : {"Softmax", "LayerNormalization"}) {
+    LayerBuilder b("bad", 17, 1);
+    const auto x = b.input("x", {3, 0});
+    std::vector<std::string> in{x};
+    if (std::string(op) == "LayerNormalization") in.push_back(b.constant_floats({0}, {}));
+    expect_error(one_output(b, b.node(op, in, {3, 0})), std::string(op) + " node", {"zero elements"});
+  }
+  {
+    LayerBuilder b("bad", 13, 1);
+    const auto y = b.node("Pow", {b.input("x", {2, 3}), b.input("e", {})}, {2, 3});
+    expect_error(one_output(b, y), "Pow node", {"input 1", "load-time constant"});
+  }
+  {
+    LayerBuilder b("bad", 13, 1);
+    const auto y = b.node("Pow", {b.input("x", {2, 3}), b.constant_floats({3}, {1, 2, 3})}, {2, 3});
+    expect_error(one_output(b, y), "Pow node", {"scalar power"});
+  }
+  {
+    LayerBuilder b("bad", 13, 1);
+    const auto y = b.node("Erf", {b.input("x", {2, 3})}, {2, 3});
+    expect_error(one_output(b, y), "Erf node", {"GELU"});
+  }
 }
 
 TEST(OneDnnErrors, MalformedFilesGiveOneLineErrors) {

@@ -1,6 +1,7 @@
 #include "backends/reference_runtime.h"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -218,6 +219,73 @@ T slice_axis(const T& x, size_t axis, int64_t start, int64_t len) {
   return o;
 }
 
+// Splits `shape` at the dims [from, to) into outer x middle x inner counts.
+std::array<int64_t, 3> split_at(const Shape& shape, size_t from, size_t to) {
+  return {count(Shape(shape.begin(), shape.begin() + static_cast<long>(from))),
+          count(Shape(shape.begin() + static_cast<long>(from), shape.begin() + static_cast<long>(to))),
+          count(Shape(shape.begin() + static_cast<long>(to), shape.end()))};
+}
+
+size_t axis_of(int64_t axis, size_t rank) { return static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(rank) : axis); }
+
+// Mean over `axes` (all when empty).
+T reduce_mean(const T& x, std::vector<int64_t> axes, bool keepdims) {
+  std::vector<bool> reduced(x.shape.size(), axes.empty());
+  for (auto a : axes) reduced[axis_of(a, x.shape.size())] = true;
+  Shape kept;
+  for (size_t d = 0; d < x.shape.size(); ++d) kept.push_back(reduced[d] ? 1 : x.shape[d]);
+  const Shape ks = strides(kept);
+  T o{kept, std::vector<double>(static_cast<size_t>(count(kept)), 0.0)};
+  size_t k = 0;
+  for_each_index(x.shape, [&](const Shape& idx) {
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += (reduced[d] ? 0 : idx[d]) * ks[d];
+    o.data[static_cast<size_t>(off)] += x.data[k++];
+  });
+  const double n = static_cast<double>(count(x.shape)) / static_cast<double>(count(kept));
+  for (auto& v : o.data) v /= n;
+  if (!keepdims) {
+    Shape s;
+    for (size_t d = 0; d < x.shape.size(); ++d)
+      if (!reduced[d]) s.push_back(x.shape[d]);
+    o.shape = s;
+  }
+  return o;
+}
+
+// numpy matmul: 1-D operands gain a dimension, batch dimensions broadcast.
+T matmul(T a, T b) {
+  const bool va = a.shape.size() == 1, vb = b.shape.size() == 1;
+  if (va) a.shape.insert(a.shape.begin(), 1);
+  if (vb) b.shape.push_back(1);
+  const int64_t M = a.shape[a.shape.size() - 2], K = a.shape.back(), N = b.shape.back();
+  const size_t r = std::max(a.shape.size(), b.shape.size());
+  Shape pa(r - a.shape.size(), 1), pb(r - b.shape.size(), 1), batch(r - 2);
+  pa.insert(pa.end(), a.shape.begin(), a.shape.end());
+  pb.insert(pb.end(), b.shape.begin(), b.shape.end());
+  for (size_t d = 0; d + 2 < r; ++d) batch[d] = std::max(pa[d], pb[d]);
+  Shape out = batch;
+  if (!va) out.push_back(M);
+  if (!vb) out.push_back(N);
+  T o{out, {}};
+  const Shape sa = strides(Shape(pa.begin(), pa.end() - 2)), sb = strides(Shape(pb.begin(), pb.end() - 2));
+  for_each_index(batch, [&](const Shape& idx) {
+    int64_t ia = 0, ib = 0;
+    for (size_t d = 0; d < idx.size(); ++d) {
+      ia += (pa[d] == 1 ? 0 : idx[d]) * sa[d];
+      ib += (pb[d] == 1 ? 0 : idx[d]) * sb[d];
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k)
+          s += a.data[static_cast<size_t>(ia * M * K + i * K + k)] * b.data[static_cast<size_t>(ib * K * N + k * N + j)];
+        o.data.push_back(s);
+      }
+  });
+  return o;
+}
+
 }  // namespace
 
 std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, const std::vector<Tensor>& inputs) {
@@ -254,6 +322,10 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
       const double a = n.f("alpha", 0.2f), b = n.f("beta", 0.5f);
       out = map(in(0), [=](double x) { return std::clamp(a * x + b, 0.0, 1.0); });
     } else if (op == "HardSwish") out = map(in(0), [](double x) { return x * std::clamp(x / 6 + 0.5, 0.0, 1.0); });
+    else if (op == "Tanh") out = map(in(0), [](double x) { return std::tanh(x); });
+    else if (op == "Sqrt") out = map(in(0), [](double x) { return std::sqrt(x); });
+    else if (op == "Erf") out = map(in(0), [](double x) { return std::erf(x); });
+    else if (op == "Pow") out = broadcast(in(0), in(1), [](double a, double b) { return std::pow(a, b); });
     else if (op == "Add") out = broadcast(in(0), in(1), [](double a, double b) { return a + b; });
     else if (op == "Sub") out = broadcast(in(0), in(1), [](double a, double b) { return a - b; });
     else if (op == "Mul") out = broadcast(in(0), in(1), [](double a, double b) { return a * b; });
@@ -262,9 +334,9 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
     else if (op == "AveragePool") out = pool(n, in(0), false, false);
     else if (op == "GlobalAveragePool") out = pool(n, in(0), false, true);
     else if (op == "ReduceMean") {
-      const T p = pool(n, in(0), false, true);  // axes [2, 3] only, as the zoo uses it
-      out = p;
-      if (!n.i("keepdims", 1)) out.shape = {p.shape[0], p.shape[1]};
+      std::vector<int64_t> axes = n.ints("axes");
+      if (has(1)) axes.assign(in(1).data.begin(), in(1).data.end());
+      out = reduce_mean(in(0), axes, n.i("keepdims", 1));
     } else if (op == "Flatten") {
       out = in(0);
       out.shape = {out.shape[0], count(out.shape) / out.shape[0]};
@@ -280,19 +352,35 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
             s += a.data[static_cast<size_t>(i * K + k)] * w.data[static_cast<size_t>(tb ? j * K + k : k * N + j)];
           out.data.push_back(s);
         }
-    } else if (op == "MatMul") {
-      // An N-D input times a 2-D weight: every leading index is a row (Dense on the last axis).
-      const T &a = in(0), &w = in(1);
-      const int64_t K = a.shape.back(), M = count(a.shape) / K, N = w.shape[1];
-      Shape shape = a.shape;
-      shape.back() = N;
-      out = T{shape, {}};
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += a.data[static_cast<size_t>(i * K + k)] * w.data[static_cast<size_t>(k * N + j)];
-          out.data.push_back(s);
+    } else if (op == "MatMul") out = matmul(in(0), in(1));
+    else if (op == "LayerNormalization") {
+      const T& x = in(0);
+      const size_t axis = axis_of(n.i("axis", -1), x.shape.size());
+      const auto parts = split_at(x.shape, axis, x.shape.size());
+      const int64_t outer = parts[0], inner = parts[1];
+      const double eps = n.f("epsilon", 1e-5f);
+      // Scale and bias as exports write them: the normalized dims or trailing ones of them, so their values
+      // repeat along inner.
+      auto at = [](const T& t, int64_t i) { return t.data[static_cast<size_t>(i % static_cast<int64_t>(t.data.size()))]; };
+      out = x;
+      Shape stat_shape(x.shape.begin(), x.shape.begin() + static_cast<long>(axis));
+      stat_shape.resize(x.shape.size(), 1);
+      T mean{stat_shape, {}}, inv{stat_shape, {}};
+      for (int64_t o = 0; o < outer; ++o) {
+        double m = 0, var = 0;
+        for (int64_t i = 0; i < inner; ++i) m += x.data[static_cast<size_t>(o * inner + i)];
+        m /= static_cast<double>(inner);
+        for (int64_t i = 0; i < inner; ++i) var += std::pow(x.data[static_cast<size_t>(o * inner + i)] - m, 2);
+        const double r = 1 / std::sqrt(var / static_cast<double>(inner) + eps);
+        for (int64_t i = 0; i < inner; ++i) {
+          double& y = out.data[static_cast<size_t>(o * inner + i)];
+          y = (y - m) * r * at(in(1), i) + (has(2) ? at(in(2), i) : 0.0);
         }
+        mean.data.push_back(m);
+        inv.data.push_back(r);
+      }
+      if (np.output_size() > 1 && !np.output(1).empty()) v[np.output(1)] = mean;
+      if (np.output_size() > 2 && !np.output(2).empty()) v[np.output(2)] = inv;
     } else if (op == "Concat") {
       std::vector<const T*> xs;
       for (int i = 0; i < np.input_size(); ++i) xs.push_back(&in(i));
@@ -348,13 +436,16 @@ std::map<std::string, RefTensor> run_reference(const onnx::ModelProto& model, co
     } else if (op == "Transpose") out = transpose(in(0), n.ints("perm"));
     else if (op == "Softmax") {
       out = in(0);
-      const int64_t last = out.shape.back();
-      for (size_t r = 0; r < out.data.size(); r += static_cast<size_t>(last)) {
-        const double mx = *std::max_element(out.data.begin() + static_cast<long>(r), out.data.begin() + static_cast<long>(r) + last);
-        double sum = 0;
-        for (int64_t k = 0; k < last; ++k) sum += (out.data[r + static_cast<size_t>(k)] = std::exp(out.data[r + static_cast<size_t>(k)] - mx));
-        for (int64_t k = 0; k < last; ++k) out.data[r + static_cast<size_t>(k)] /= sum;
-      }
+      const size_t axis = axis_of(n.i("axis", -1), out.shape.size());
+      const auto [outer, len, inner] = split_at(out.shape, axis, axis + 1);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+          auto at = [&](int64_t k) -> double& { return out.data[static_cast<size_t>((o * len + k) * inner + i)]; };
+          double mx = -INFINITY, sum = 0;
+          for (int64_t k = 0; k < len; ++k) mx = std::max(mx, at(k));
+          for (int64_t k = 0; k < len; ++k) sum += (at(k) = std::exp(at(k) - mx));
+          for (int64_t k = 0; k < len; ++k) at(k) /= sum;
+        }
     } else if (op == "Pad") {
       const T& x = in(0);
       const Shape pads(in(1).data.begin(), in(1).data.end());

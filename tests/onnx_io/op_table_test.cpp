@@ -30,11 +30,12 @@ TEST(OnnxOpTable, EveryEntryRunsOrFolds) {
 TEST(OnnxOpTable, RuntimeOps) {
   const std::vector<std::string> expected = {
       "Abs",       "Add",       "AveragePool", "BatchNormalization", "Cast",    "Clip",      "Concat",
-      "Conv",      "Div",       "Dropout",     "Elu",                "Exp",     "Flatten",   "Gather",
-      "Gemm",      "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu",
-      "MatMul",    "Max",       "MaxPool",     "Min",                "Mul",     "Neg",       "Pad",
-      "ReduceMean", "Relu",     "Reshape",     "Sigmoid",            "Slice",   "Softmax",   "Split",
-      "Sqrt",      "Squeeze",   "Sub",         "Sum",                "Tanh",    "Transpose", "Unsqueeze"};
+      "Conv",      "Div",       "Dropout",     "Elu",                "Erf",     "Exp",       "Flatten",
+      "Gather",    "Gemm",      "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "HardSwish", "Identity",
+      "LayerNormalization", "LeakyRelu", "MatMul", "Max",           "MaxPool", "Min",       "Mul",
+      "Neg",       "Pad",       "Pow",         "ReduceMean",         "Relu",    "Reshape",   "Sigmoid",
+      "Slice",     "Softmax",   "Split",       "Sqrt",               "Squeeze", "Sub",       "Sum",
+      "Tanh",      "Transpose", "Unsqueeze"};
   EXPECT_EQ(runtime_ops(), expected);
 }
 
@@ -51,8 +52,9 @@ TEST(OnnxOpTable, LoadTimeOnlyOps) {
 }
 
 TEST(OnnxOpTable, ParameterInputs) {
-  const std::set<std::string> with_parameters = {"BatchNormalization", "Clip",  "Conv",      "Gather", "Gemm", "Pad",
-                                                 "ReduceMean",         "Reshape", "Slice", "Split", "Squeeze", "Unsqueeze"};
+  const std::set<std::string> with_parameters = {"BatchNormalization", "Clip",    "Conv",  "Gather", "Gemm",
+                                                 "LayerNormalization", "Pad",     "Pow",   "ReduceMean", "Reshape",
+                                                 "Slice",              "Split",   "Squeeze", "Unsqueeze"};
   for (const auto& op : op_table()) {
     EXPECT_FALSE(is_parameter_input(op.name, 0)) << op.name;
     EXPECT_EQ(is_parameter_input(op.name, 1), with_parameters.count(op.name) == 1) << op.name;

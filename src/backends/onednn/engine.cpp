@@ -250,9 +250,9 @@ struct Engine::Impl final : Lowering {
   }
 
   void compile_node(const Node& n) {
-    const OpDef* def = find_op(n.op);
-    if (!def || !def->lower) throw Error(fmt::format("onednn_cpu cannot compile {} node '{}' in {}", n.op, n.name, g.origin));
-    def->lower(*this, n);
+    const LowerRule lower = lowering_of(g, n);
+    if (!lower) throw Error(fmt::format("onednn_cpu cannot compile {} node '{}' in {}", n.op, n.name, g.origin));
+    lower(*this, n);
   }
 
   void check_sizes() {

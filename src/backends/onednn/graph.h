@@ -1,7 +1,7 @@
 // The onednn_cpu engine's view of an ONNX model: the front end's graph (onnx_io/graph.h: static shapes,
 // load-time constants folded, runtime nodes checked) plus what the engine decided at load time for each
 // node: BatchNormalization folded into a conv, activations and residual additions fused as oneDNN
-// post-ops, a channel shuffle merged into its Concat.
+// post-ops, a channel shuffle merged into its Concat, GELU and LayerNorm patterns run as one primitive.
 #pragma once
 
 #include <oneapi/dnnl/dnnl.hpp>
@@ -32,6 +32,13 @@ struct PostOp {
   std::string from;   // the ONNX node fused in, for the plan file
 };
 
+// A layer normalization over the dimensions from `axis` on; scale and bias broadcast to those dimensions.
+struct LayerNorm {
+  int64_t axis = -1;
+  float epsilon = 1e-5f;
+  std::optional<HostTensor> scale, bias;
+};
+
 // The engine's load-time decisions about one node.
 struct Fusion {
   bool removed = false;  // folded into another node
@@ -39,6 +46,10 @@ struct Fusion {
   std::optional<HostTensor> weight, bias;  // Conv after BatchNormalization folding
   std::vector<std::string> fused;          // names of ONNX nodes merged into this one
   int64_t shuffle_groups = 0;              // Concat: a channel shuffle (and a Split) of its output merged in
+  // The first node of an exported pattern that oneDNN runs as one primitive, computed from the node's
+  // input 0 instead of its own op: GELU's erf chain as eltwise steps, LayerNorm before opset 17.
+  std::vector<PostOp> eltwise;
+  std::optional<LayerNorm> layer_norm;
 };
 
 struct Graph : onnx_io::Graph {

@@ -21,6 +21,7 @@ std::string post_op_name(const PostOp& p) {
     case dnnl::algorithm::eltwise_tanh: return "tanh";
     case dnnl::algorithm::eltwise_elu: return "elu";
     case dnnl::algorithm::eltwise_pow: return "pow";
+    case dnnl::algorithm::eltwise_gelu_erf: return "gelu_erf";
     default: return "eltwise";
   }
 }

@@ -1,6 +1,8 @@
 // Load-time graph rewrites that oneDNN can execute as one primitive: BatchNormalization folded into the
-// preceding convolution's weights, and activations / residual additions fused as post-ops. Fusions only
+// preceding convolution's weights, activations / residual additions fused as post-ops, and the GELU and
+// LayerNorm patterns of transformer exports collapsed into one eltwise or layer normalization. Fusions only
 // change how the graph runs, never what it computes; the reference tests check both paths.
+#include <algorithm>
 #include <cmath>
 
 #include "backends/onednn/ops/op.h"
@@ -203,10 +205,132 @@ void fuse_concat_shuffle(Graph& g) {
   }
 }
 
+// `reader` was merged into another node and no longer reads `value`.
+void drop_consumer(Graph& g, int value, int reader) {
+  auto& c = g.values[static_cast<size_t>(value)].consumers;
+  c.erase(std::remove(c.begin(), c.end(), reader), c.end());
+}
+
+bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-6 * std::fabs(want); }
+
+// The other operand of the two-input node `n` that reads `value`; -1 when `n` is no such node.
+int operand_beside(const Node& n, int value) {
+  if (n.inputs.size() != 2 || (n.inputs[0] != value && n.inputs[1] != value)) return -1;
+  return n.inputs[0] == value ? n.inputs[1] : n.inputs[0];
+}
+
+// The one value of a constant operand beside `value`.
+std::optional<double> scalar_beside(const Graph& g, const Node& n, int value) {
+  const int other = operand_beside(n, value);
+  if (!g.is_const(other) || g.constant(other).data.size() != 1) return std::nullopt;
+  return g.constant(other).data[0];
+}
+
+// The output of node `i` (one output).
+int out_of(const Graph& g, int i) { return g.nodes[static_cast<size_t>(i)].outputs.at(0); }
+
+// PyTorch's GELU export, x·0.5·(1 + Erf(x/√2)): Div(x, √2) (or Mul by 1/√2), Erf, Add 1, Mul by x, Mul by
+// 0.5. oneDNN has no erf but computes the whole as eltwise_gelu_erf, which the first node runs from x.
+void fuse_gelu(Graph& g) {
+  for (size_t ei = 0; ei < g.nodes.size(); ++ei) {
+    const Node& erf = g.nodes[ei];
+    if (g.of(erf).removed || erf.op != "Erf") continue;
+    const int di = g.value(erf.inputs[0]).producer;
+    if (di < 0 || sole_consumer(g, erf.inputs[0]) != static_cast<int>(ei)) continue;
+    const Node& scale = g.nodes[static_cast<size_t>(di)];
+    if (g.of(scale).removed || scale.inputs.size() != 2 || g.is_const(scale.inputs[0])) continue;
+    const int x = scale.inputs[0];
+    const bool scaled = scale.op == "Div" ? near(scalar_beside(g, scale, x), std::sqrt(2.0))
+                                          : scale.op == "Mul" && near(scalar_beside(g, scale, x), std::sqrt(0.5));
+    const int add = next_node(g, erf, "Add");
+    const int mul = add < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(add)], "Mul");
+    const int half = mul < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(mul)], "Mul");
+    if (!scaled || half < 0 || !near(scalar_beside(g, g.nodes[static_cast<size_t>(add)], erf.outputs[0]), 1.0) ||
+        !near(scalar_beside(g, g.nodes[static_cast<size_t>(half)], out_of(g, mul)), 0.5) ||
+        operand_beside(g.nodes[static_cast<size_t>(mul)], out_of(g, add)) != x ||
+        g.value(out_of(g, half)).shape != g.value(x).shape)
+      continue;
+    g.of(scale).eltwise = {eltwise_post_op(algorithm::eltwise_gelu_erf, 0.f, 0.f, scale)};
+    for (const int absorbed : {static_cast<int>(ei), add, mul, half}) absorb(g, di, absorbed);
+    drop_consumer(g, x, mul);
+  }
+}
+
+// The first of the trailing axes a ReduceMean averages over (keeping them as 1), if it does exactly that.
+std::optional<int64_t> trailing_axes(const Graph& g, const Node& n) {
+  const Attrs a = g.attrs(*n.proto);
+  const auto rank = static_cast<int64_t>(g.value(n.inputs[0]).shape.size());
+  auto axes = axes_of(g, n.inputs, 1, a).value_or(std::vector<int64_t>{});
+  if (axes.empty() || !a.i("keepdims", 1)) return std::nullopt;
+  for (auto& ax : axes) ax = normalize_axis(ax, rank, a, "axes");
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] != rank - static_cast<int64_t>(axes.size() - i)) return std::nullopt;
+  return axes.front();
+}
+
+// The constant operand of the two-input node `n` beside `value`, when it broadcasts to `normalized`
+// without changing the node's output shape (a LayerNorm's γ or β).
+std::optional<HostTensor> affine_beside(const Graph& g, const Node& n, int value, const Shape& normalized) {
+  const int other = operand_beside(n, value);
+  if (!g.is_const(other) || g.value(n.outputs[0]).shape != g.value(value).shape) return std::nullopt;
+  const auto s = broadcast_shapes(normalized, g.value(other).shape);
+  if (!s || *s != normalized) return std::nullopt;
+  return g.constant(other);
+}
+
+// LayerNorm as exported before opset 17: ReduceMean(x) → Sub(x, mean) → Pow(·, 2) → ReduceMean → Add(ε) →
+// Sqrt → Div(x − mean, ·), then Mul(γ) and Add(β) when affine, all over the same trailing axes: one layer
+// normalization, which the first ReduceMean runs from x.
+void fuse_layer_norm(Graph& g) {
+  for (size_t mi = 0; mi < g.nodes.size(); ++mi) {
+    const Node& mean = g.nodes[mi];
+    if (g.of(mean).removed || mean.op != "ReduceMean") continue;
+    const int x = mean.inputs[0];
+    const auto axis = trailing_axes(g, mean);
+    const int sub = next_node(g, mean, "Sub");
+    if (!axis || sub < 0 || g.nodes[static_cast<size_t>(sub)].inputs != std::vector<int>{x, mean.outputs[0]}) continue;
+    const int centred = out_of(g, sub);
+    const auto& readers = g.value(centred).consumers;
+    if (g.value(centred).graph_output || readers.size() != 2) continue;
+    const int pow = g.nodes[static_cast<size_t>(readers[0])].op == "Pow" ? readers[0] : readers[1];
+    const int div = pow == readers[0] ? readers[1] : readers[0];
+    const Node& p = g.nodes[static_cast<size_t>(pow)];
+    if (p.op != "Pow" || p.inputs[0] != centred || !near(scalar_beside(g, p, centred), 2.0)) continue;
+    const int var = next_node(g, p, "ReduceMean");
+    if (var < 0 || trailing_axes(g, g.nodes[static_cast<size_t>(var)]) != axis) continue;
+    const int add = next_node(g, g.nodes[static_cast<size_t>(var)], "Add");
+    const auto eps = add < 0 ? std::nullopt : scalar_beside(g, g.nodes[static_cast<size_t>(add)], out_of(g, var));
+    const int sqrt = add < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(add)], "Sqrt");
+    if (!eps || sqrt < 0 || sole_consumer(g, out_of(g, sqrt)) != div ||
+        g.nodes[static_cast<size_t>(div)].op != "Div" ||
+        g.nodes[static_cast<size_t>(div)].inputs != std::vector<int>{centred, out_of(g, sqrt)})
+      continue;
+    const Shape& xs = g.value(x).shape;
+    const Shape normalized(xs.begin() + *axis, xs.end());
+    LayerNorm ln;
+    ln.axis = *axis;
+    ln.epsilon = static_cast<float>(*eps);
+    std::vector<int> chain{sub, pow, var, add, sqrt, div};
+    const int mul = next_node(g, g.nodes[static_cast<size_t>(div)], "Mul");
+    if (mul >= 0 && (ln.scale = affine_beside(g, g.nodes[static_cast<size_t>(mul)], out_of(g, div), normalized)))
+      chain.push_back(mul);
+    const int last = out_of(g, chain.back());
+    const int shift = next_node(g, g.nodes[static_cast<size_t>(chain.back())], "Add");
+    if (shift >= 0 && (ln.bias = affine_beside(g, g.nodes[static_cast<size_t>(shift)], last, normalized)))
+      chain.push_back(shift);
+    g.of(mean).layer_norm = std::move(ln);
+    for (const int absorbed : chain) absorb(g, static_cast<int>(mi), absorbed);
+    drop_consumer(g, x, sub);
+  }
+}
+
 }  // namespace
 
 void fuse_graph(Graph& g) {
   fold_batchnorm(g);
+  fuse_gelu(g);
+  fuse_layer_norm(g);
   fuse_post_ops(g);
   fuse_concat_shuffle(g);
 }

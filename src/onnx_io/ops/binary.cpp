@@ -69,6 +69,13 @@ const OpRegistration binary_ops({
     nary("Mul",
          [](const FoldContext& cx, std::vector<HostTensor>& out) { return fold_binary(cx, out, std::multiplies<>()); }),
     nary("Div", fold_div),
+    // LayerNorm's square and GELU's cube as exported: a runtime base, a constant exponent.
+    {.name = "Pow",
+     .shape = nary_shape,
+     .fold = [](const FoldContext& cx, std::vector<HostTensor>& out) {
+       return fold_binary(cx, out, [](double a, double b) { return std::pow(a, b); }, cx.c(0).dtype);
+     },
+     .parameters_from = 1},
     nary("Sum"),
     nary("Max"),
     nary("Min"),

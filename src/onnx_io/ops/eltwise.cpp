@@ -41,6 +41,11 @@ const OpRegistration eltwise_ops({
                [](const FoldContext& cx, std::vector<HostTensor>& out) {
                  return unary(cx, out, [](double x) { return -x; });
                }),
+    // At inference time only inside GELU's exported chain (the engines fuse it); alone it folds.
+    activation("Erf", {},
+               [](const FoldContext& cx, std::vector<HostTensor>& out) {
+                 return unary(cx, out, [](double x) { return std::erf(x); });
+               }),
     activation("HardSwish"),
     activation("HardSigmoid", {"alpha", "beta"}),
     {.name = "Floor",

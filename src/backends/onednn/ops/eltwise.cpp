@@ -1,5 +1,6 @@
 // Activations and other elementwise unary ops: oneDNN eltwise steps, run in place after the first, and
 // fusable as post-ops of the primitive before them.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 
@@ -24,18 +25,24 @@ std::pair<float, float> clip_bounds(const Graph& g, const Node& n) {
   return {lo, hi};
 }
 
-void lower_eltwise(Lowering& cx, const Node& n) {
-  auto chain = eltwise_chain(cx.graph(), n);
-  const auto& fused = cx.graph().of(n).post_ops;
-  chain.insert(chain.end(), fused.begin(), fused.end());
-  memory src = cx.mem(n.inputs[0]);
-  const memory dst = cx.new_output(n.outputs[0], src.get_desc());
-  for (const auto& p : chain) {
-    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, src.get_desc(), p.alpha, p.beta);
-    const dnnl::eltwise_forward::primitive_desc pd(d, cx.engine());
-    cx.add_step(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, cx.step_info(pd, n, "eltwise"));
-    src = dst;  // later steps of the chain run in place
-  }
+// oneDNN raises to one scalar power (eltwise_pow: alpha · x^beta); an exponent tensor of one repeated
+// value is that scalar.
+std::vector<PostOp> pow_chain(const Graph& g, const Node& n) {
+  const HostTensor& e = g.constant(n.inputs[1]);
+  const bool scalar =
+      !e.data.empty() && std::all_of(e.data.begin(), e.data.end(), [&](double v) { return v == e.data[0]; });
+  if (!scalar || g.value(n.outputs[0]).shape != g.value(n.inputs[0]).shape)
+    g.attrs(*n.proto).fail("input 1", fmt::format("(the exponent, shape {}) must be one value that leaves the base's "
+                                                  "shape {}: oneDNN raises to a scalar power only",
+                                                  shape_str(e.dims), shape_str(g.value(n.inputs[0]).shape)));
+  return {eltwise_post_op(algorithm::eltwise_pow, 1.f, static_cast<float>(e.data[0]), n)};
+}
+
+// oneDNN 2.6 has no erf eltwise: the passes run GELU's exported chain around it as eltwise_gelu_erf
+// (passes.cpp), and any other Erf is refused.
+void refuse_erf(Lowering& cx, const Node& n) {
+  throw Error(fmt::format("onednn_cpu cannot convert Erf node '{}' in {}: oneDNN has no erf, so Erf runs only inside "
+                          "GELU's exported x*0.5*(1+Erf(x/sqrt(2)))", n.name, cx.graph().origin));
 }
 
 template <algorithm alg>
@@ -66,6 +73,8 @@ const OpRegistration eltwise_ops({
                  return {eltwise_post_op(algorithm::eltwise_elu, g.attrs(*n.proto).f("alpha", 1.f), 0.f, n)};
                }),
     activation("Exp", plain<algorithm::eltwise_exp>),
+    activation("Pow", pow_chain),
+    {.name = "Erf", .lower = refuse_erf},
     activation("Abs", plain<algorithm::eltwise_abs>),
     activation("Sqrt", plain<algorithm::eltwise_sqrt>),
     activation("Neg",
@@ -82,6 +91,22 @@ const OpRegistration eltwise_ops({
 });
 
 }  // namespace
+
+void lower_eltwise(Lowering& cx, const Node& n) {
+  auto chain = eltwise_chain(cx.graph(), n);
+  const auto& fused = cx.graph().of(n).post_ops;
+  chain.insert(chain.end(), fused.begin(), fused.end());
+  memory src = cx.mem(n.inputs[0]);
+  const memory dst = cx.new_output(n.outputs[0], src.get_desc());
+  for (const auto& p : chain) {
+    dnnl::eltwise_forward::desc d(dnnl::prop_kind::forward_inference, p.alg, src.get_desc(), p.alpha, p.beta);
+    const dnnl::eltwise_forward::primitive_desc pd(d, cx.engine());
+    Json step = cx.step_info(pd, n, "eltwise");
+    if (!cx.graph().of(n).eltwise.empty()) step["as"] = "GELU";
+    cx.add_step(dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, step);
+    src = dst;  // later steps of the chain run in place
+  }
+}
 
 PostOp eltwise_post_op(dnnl::algorithm alg, float alpha, float beta, const Node& from) {
   PostOp p;

@@ -32,10 +32,18 @@ struct OpRegistration {
 const std::vector<OpDef>& op_table();
 const OpDef* find_op(const std::string& name);
 
+// How a runtime node is lowered: as the pattern the passes collapsed into it (Fusion::eltwise,
+// Fusion::layer_norm), else by its op's rule; null when the op has none.
+LowerRule lowering_of(const Graph& graph, const Node& node);
+
 // -------------------------------------------------------------------------------------------------
 // Shared by several op files
 
 PostOp eltwise_post_op(dnnl::algorithm alg, float alpha, float beta, const Node& from);
+// The node's eltwise chain, then its fused post-ops, on input 0.
+void lower_eltwise(Lowering& cx, const Node& n);
+// LayerNormalization, or the LayerNorm pattern collapsed into the node (Fusion::layer_norm).
+void lower_layer_norm(Lowering& cx, const Node& n);
 
 // The destination of a conv; with a sum post-op it must already hold the residual.
 memory conv_dst(Lowering& cx, const Node& n, const memory::desc& md);

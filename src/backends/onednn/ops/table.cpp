@@ -21,7 +21,16 @@ const std::vector<std::string>& supported_runtime_ops() {
   return ops;
 }
 
+LowerRule lowering_of(const Graph& graph, const Node& node) {
+  const Fusion& f = graph.of(node);
+  if (!f.eltwise.empty()) return lower_eltwise;
+  if (f.layer_norm) return lower_layer_norm;
+  const OpDef* def = find_op(node.op);
+  return def ? def->lower : nullptr;
+}
+
 std::vector<PostOp> eltwise_chain(const Graph& graph, const Node& node) {
+  if (!graph.of(node).eltwise.empty()) return graph.of(node).eltwise;
   const OpDef* def = find_op(node.op);
   return def && def->eltwise ? def->eltwise(graph, node) : std::vector<PostOp>{};
 }
