@@ -349,7 +349,8 @@ TEST_F(EvaluateCli, RefreshRelevelsACalibratedPredictor) {
   std::map<std::string, double> before;
   for (const Json& m : d["evaluation"]["models"])
     if (m["predicted_ms"].is_number()) before[m["model"].get<std::string>()] = m["predicted_ms"].get<double>();
-  for (const Json& m : Json::parse(e.out)["models"])
+  const Json levelled = Json::parse(e.out);
+  for (const Json& m : levelled["models"])
     if (m["predicted_ms"].is_number())
       EXPECT_NEAR(m["predicted_ms"].get<double>(), before.at(m["model"].get<std::string>()) * median, 1e-9 * median * before.at(m["model"].get<std::string>())) << m.dump();
   // The same measurements again: the level is where they put it already.
