@@ -44,6 +44,8 @@ struct BuilderSettings {
   // Samples whose repeats did not settle are repeated again (ProfilerOptions::remeasure_unsettled); on a
   // workspace built before, every measurement is reused and the predictor is trained again.
   bool remeasure_noisy = false;
+  // Measured in shards (Sharding): its root is the workspace's shards_dir(), its probes the build's drift probes.
+  Sharding sharding;
 };
 
 // Kernel data of one kernel type: {ID: {model, shapes, config, latency, ...}}.

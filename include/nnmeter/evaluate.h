@@ -41,6 +41,7 @@ struct EvaluateSettings {
   // composition term is fitted as calibrate fits it; the models of `onnx` are then predicted with that term
   // instead of the predictor folder's, and it is written to work_dir/composition.json. They are not scored.
   std::vector<fs::path> calibrate_on;
+  Sharding sharding;  // measured in a sharded build's shards (the build's calibration networks)
 };
 
 // One distinct (predictor kernel, config) of the evaluated models, measured alone by the protocol.

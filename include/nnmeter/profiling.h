@@ -15,7 +15,6 @@ namespace nnmeter {
 
 class Registry;
 
-
 // One model to profile, as nn-Meter's results files describe it.
 struct ProfileJob {
   std::string id;
@@ -39,6 +38,29 @@ struct ProfileOutcome {
   std::string stopped;
 };
 
+// A build measured on several devices at once (docs/sharding.md). Each phase of measurements (the prior samples,
+// a fine-grained round, the rule test, the calibration networks) is written as a plan; `nn-meter build --shard K/N`
+// measures shard K of it on its own device (measure_shard), and the build that merges them goes on from there.
+struct Sharding {
+  enum class Mode {
+    off,    // measure here
+    plan,   // write the plan of the first phase with anything to measure, then stop (MeasurementPlanned)
+    merge,  // take each phase from the journals of its `shards` shards; plan the first phase that has none
+  };
+  Mode mode = Mode::off;
+  int shards = 0;                 // merge: how many shards measured each plan
+  fs::path root;                  // plan.json and one folder per plan's shards
+  std::vector<ProfileJob> probes;  // measured by every shard, to compare the devices' levels
+  bool active() const { return mode != Mode::off; }
+};
+
+// What a sharded build stopped at: the plan written for the next phase (`file`), to be measured by the shards.
+class MeasurementPlanned : public Error {
+ public:
+  MeasurementPlanned(const std::string& what, Json plan_summary) : Error(what), summary(std::move(plan_summary)) {}
+  Json summary;  // {"plan", "phase", "measurements", "models", "file", "expected_s"}
+};
+
 struct ProfilerOptions {
   std::string backend;                 // backend name (builtin or registered)
   Json backend_config = Json::object();  // as read from backend_config.yaml
@@ -60,18 +82,21 @@ struct ProfilerOptions {
   // twice the protocol's cap (MAX_REPEATS, or REPEATS without adaptive repeats): `nn-meter build
   // --remeasure-noisy`. A fixed cap keeps a rerun a resume: it measures only what the cap still allows.
   bool remeasure_unsettled = false;
+  Sharding sharding;
+  std::string plan_id;  // a shard's: written into every record, so that the merge refuses another plan's journal
 
   // What every run sets: the backend with its config, where registered plugins are and where converted models
   // go, and the progress label; the rest keep the defaults above until a caller sets them.
   static ProfilerOptions of(std::string backend, Json backend_config, const Registry& registry, fs::path work_dir,
                             std::string label);
-  // timeout_s, worker_executable and progress from a caller's settings that hold them under these names
+  // timeout_s, worker_executable, progress and sharding from a caller's settings that hold them under these names
   // (EvaluateSettings, the rule tester's and the builder's settings).
   template <class Settings>
   ProfilerOptions& run_as(const Settings& settings) {
     timeout_s = settings.timeout_s;
     worker_executable = settings.worker_executable;
     progress = settings.progress;
+    sharding = settings.sharding;
     return *this;
   }
 };
@@ -82,6 +107,7 @@ struct ProfileBatch {
   std::vector<ProfileJob> jobs;
   fs::path journal;
   fs::path error_log;
+  fs::path base_journal;  // read, never written: its records count as measured (a shard's view of the build's journal)
 };
 
 
@@ -94,6 +120,18 @@ std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJo
 // The same for several batches in one shuffled order; one outcome map per batch.
 std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::vector<ProfileBatch>& batches,
                                                                    const ProfilerOptions& options);
+
+// Measures shard `shard` of `shards` (1-based) of the plan in `root` (Sharding::root): the plan's jobs are dealt to
+// the shards by expected time, and this shard's go into its own journals under root/<plan id>/<shard>-of-<shards>/,
+// which a restart resumes and a second process on the same shard cannot open.
+// Returns {"plan", "phase", "shard", "models", "folder"}.
+struct ShardRun {
+  std::string backend;  // must be the plan's
+  fs::path registry_home;
+  fs::path worker_executable;
+  bool progress = true;
+};
+Json measure_shard(const fs::path& root, int shard, int shards, const ShardRun& run);
 
 // Slow drift of the device over a run, from a probe journal: per probe, each measurement relative to the
 // median of the probe's first three (one measurement is one process's level, which may be far off).

@@ -26,6 +26,8 @@ struct MeasurementProtocol {
   // SETTLE_TOLERANCE), up to max_repeats: repeats go where the noise is.
   int min_repeats = 0, max_repeats = 0;
   double settle_tolerance = 0.02;
+  // SHARD_LEVELS normalize: a sharded build's labels are divided by their shard's level (docs/sharding.md).
+  bool normalize_shard_levels = false;
   bool adaptive() const { return max_repeats > 0; }
   int first_repeats(int fixed) const { return adaptive() && min_repeats > 0 ? min_repeats : fixed; }
 

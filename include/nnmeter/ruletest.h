@@ -24,6 +24,7 @@
 #include "nnmeter/common.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/latency.h"
+#include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/workspace.h"
 
@@ -45,6 +46,7 @@ struct RuleTestSettings {
   double timeout_s = 300;            // per profiled model
   fs::path worker_executable;        // nn-meter-worker; empty: find_worker_executable()
   bool progress = true;              // progress line on a terminal
+  Sharding sharding;                 // measured in a sharded build's shards
 };
 
 // A test case's profiled models: latency per model, or the reason profiling (or generation) failed.

@@ -25,6 +25,7 @@ struct Workspace {
 
   fs::path configs_dir() const { return root / "configs"; }
   fs::path predictor_build_dir() const { return root / "predictor_build"; }
+  fs::path shards_dir() const { return predictor_build_dir() / "shards"; }  // a sharded build's plans and journals
   fs::path fusion_rule_test_dir() const { return root / "fusion_rule_test"; }
 
   // builder_config.init(workspace): reads the three yamls; a missing predictorbuild/ruletest file or a

@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "nnmeter/backend_config.h"
+
+#include "common/io.h"
 #include "nnmeter/protocol.h"
 
 namespace nnmeter {
@@ -43,8 +45,17 @@ std::string yaml_scalar(const Json& value) {
   if (value.is_null()) return "";
   if (value.is_boolean()) return value.get<bool>() ? "TRUE" : "FALSE";
   if (value.is_string()) {
+    // A string YAML would read as something else (off, yes, 1.5, null, '') is quoted.
     const auto s = value.get<std::string>();
-    return s.empty() ? "''" : s;
+    Json back;
+    try {
+      back = io::yaml_to_json("v: " + s, "a default value")["v"];
+    } catch (const Error&) {
+    }
+    if (back.is_string() && back.get<std::string>() == s) return s;
+    std::string quoted = "'";
+    for (const char c : s) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+    return quoted + "'";
   }
   return value.dump();
 }

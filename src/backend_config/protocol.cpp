@@ -39,6 +39,11 @@ const std::vector<BackendParam>& protocol_params() {
        "With MAX_REPEATS: repeats have settled when the two lowest agree within this fraction (REPEAT_STATISTIC "
        "min), or the label moves by less than it with the last repeat (median, mean)",
        0.0001, 1.0},
+      {"SHARD_LEVELS", T::String, "off",
+       "A build measured in shards (nn-meter build --shard): normalize divides each shard's labels by its level (its "
+       "drift probes against the median of the shards), putting devices that run at different speeds on one level; "
+       "off keeps the labels as measured (each shard's level is reported either way)",
+       std::nullopt, std::nullopt},
       {"HUGE_PAGES", T::Bool, true,
        "Worker processes back large allocations with transparent huge pages (where the system offers them on "
        "request): loading and converting a model then touches a few large pages instead of thousands of small "
@@ -99,6 +104,14 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
     if (!config["HUGE_PAGES"].is_boolean())
       throw Error(fmt::format("{}: HUGE_PAGES must be true or false, got {}", where, config["HUGE_PAGES"].dump()));
     p.huge_pages = config["HUGE_PAGES"].get<bool>();
+  }
+  if (config.contains("SHARD_LEVELS") && !config["SHARD_LEVELS"].is_null()) {
+    const Json& v = config["SHARD_LEVELS"];
+    // YAML reads a bare `off` as false.
+    const std::string s = v.is_string() ? v.get<std::string>() : v.is_boolean() && !v.get<bool>() ? "off" : "";
+    if (s != "normalize" && s != "off")
+      throw Error(fmt::format("{}: SHARD_LEVELS must be normalize or off, got {}", where, v.dump()));
+    p.normalize_shard_levels = s == "normalize";
   }
   if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
     const Json& v = config["REPEAT_STATISTIC"];

@@ -82,6 +82,10 @@ Builder::Builder(Workspace workspace, Registry registry, BuilderSettings setting
   resolve_backend_config(find_backend(registry_, settings_.backend).params, workspace_.backend_config,
                          (workspace_.configs_dir() / "backend_config.yaml").string());
   if (!settings_.regressor) settings_.regressor = workspace_.build_config().regressor;
+  if (settings_.sharding.active()) {
+    settings_.sharding.root = workspace_.shards_dir();
+    settings_.sharding.probes = drift_probe_jobs();
+  }
 }
 
 RegressorParams Builder::regressor_params(const std::string& kernel_type) const {
@@ -393,7 +397,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   if (settings_.ruletest)
     rule_tester.emplace(workspace_, registry_,
                         RuleTestSettings{settings_.backend, {}, settings_.timeout_s, settings_.worker_executable,
-                                         settings_.progress});
+                                         settings_.progress, settings_.sharding});
 
   PredictorInfo info;
   info.name = name.empty() ? settings_.backend + "_predictor" : name;
@@ -537,6 +541,7 @@ void Builder::calibrate_predictor(const fs::path& folder, const std::vector<fs::
   s.worker_executable = settings_.worker_executable;
   s.progress = settings_.progress;
   s.seed = settings_.seed;
+  s.sharding = settings_.sharding;
   spdlog::info("Calibrating the composition term on the {} CALIBRATION_NETWORKS, each measured by the protocol "
                "(journal in {}: a rerun resumes it)",
                networks.size(), s.work_dir.string());

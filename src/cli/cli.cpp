@@ -209,6 +209,8 @@ int run(int argc, char** argv) {
     std::replace(what.begin(), what.end(), '\n', ' ');
     fmt::print(stderr, "(nn-Meter) {} (see {} --help)\n", what, parsed_command(app));
     return 2;
+  } catch (const EarlyExit& e) {
+    return e.code;
   } catch (const UsageError& e) {
     fmt::print(stderr, "(nn-Meter) {}\n", one_line(e.what()));
     return 2;

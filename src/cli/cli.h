@@ -17,6 +17,12 @@ class UsageError : public Error {
   using Error::Error;
 };
 
+// A command that ends without an error but short of done, after printing its result: the process exits with `code`
+// (nn-meter build --shards: 3, another phase of measurements to run on the shards first).
+struct EarlyExit {
+  int code;
+};
+
 struct Context {
   bool verbose = false;
   bool json = false;  // machine-readable output on stdout, no progress

@@ -1,6 +1,7 @@
 // nn-meter build / profile: the kernel predictor builder (its models are converted and profiled in
 // nn-meter-worker processes the library starts).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <iostream>
 #include <sstream>
@@ -21,7 +22,29 @@ struct BuildArgs {
   bool no_ruletest = false;
   bool remeasure_noisy = false;
   bool strict_machine = false;
+  bool plan_only = false;
+  std::string shard;  // K/N
+  int shards = 0;
 };
+
+std::string minutes_text(double seconds) {
+  return seconds < 90 ? fmt::format("{:.0f} s", seconds) : fmt::format("{:.1f} min", seconds / 60);
+}
+
+// K/N with 1 <= K <= N, or a usage error.
+std::pair<int, int> parse_shard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto number = [](const std::string& s) {
+    if (s.empty() || s.size() > 6 || s.find_first_not_of("0123456789") != std::string::npos) return -1;
+    return std::stoi(s);
+  };
+  const int k = slash == std::string::npos ? -1 : number(text.substr(0, slash));
+  const int n = slash == std::string::npos ? -1 : number(text.substr(slash + 1));
+  if (k < 1 || n < 1 || k > n)
+    throw UsageError("--shard must be K/N with 1 <= K <= N (e.g. 2/4 or $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT), "
+                     "got '" + text + "'");
+  return {k, n};
+}
 
 Builder make_builder(Context& ctx, const BuildArgs& a) {
   BuilderSettings settings;
@@ -39,14 +62,59 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
     throw Error("--regressor must be rf or gbdt, not '" + a.regressor + "'");
   }
   check_timeout(a.timeout_s);
+  if (a.plan_only + !a.shard.empty() + (a.shards != 0) > 1)
+    throw UsageError("--plan-only, --shard and --shards are steps of a sharded build: give one of them");
+  if (a.shards < 0) throw UsageError("--shards must be a positive number of shards");
+  if (a.plan_only) settings.sharding.mode = Sharding::Mode::plan;
+  if (a.shards > 0) {
+    settings.sharding.mode = Sharding::Mode::merge;
+    settings.sharding.shards = a.shards;
+  }
   Builder builder(Workspace::load(a.workspace), ctx.registry, settings);
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   return builder;
 }
 
+// One shard of a sharded build's current plan, measured here.
+void build_shard(Context& ctx, const BuildArgs& a) {
+  const auto [shard, shards] = parse_shard(a.shard);
+  if (a.plan_only || a.shards != 0) throw UsageError("--shard measures one shard of a plan: give it without --plan-only or --shards");
+  check_timeout(a.timeout_s);
+  const Workspace workspace = Workspace::load(a.workspace);
+  check_machine_before_measuring(ctx, a.backend, a.strict_machine);
+  const Json done = measure_shard(workspace.shards_dir(), shard, shards,
+                                  ShardRun{a.backend, ctx.registry.home(), {}, !ctx.json});
+  report(ctx,
+         fmt::format("Shard {} of plan {} ({}): its {} models are measured (journals in {}); when every shard is done, "
+                     "merge with nn-meter build ... --shards {}",
+                     done["shard"].get<std::string>(), done["plan"].get<std::string>(), done["phase"].get<std::string>(),
+                     done["models"].get<size_t>(), done["folder"].get<std::string>(), shards),
+         done);
+}
+
 void build(Context& ctx, const BuildArgs& a) {
+  if (!a.shard.empty()) return build_shard(ctx, a);
   Builder builder = make_builder(ctx, a);
-  const auto summaries = builder.build_latency_predictor(split_list(a.kernels), a.name, a.output);
+  std::vector<KernelBuildSummary> summaries;
+  try {
+    summaries = builder.build_latency_predictor(split_list(a.kernels), a.name, a.output);
+  } catch (const MeasurementPlanned& planned) {
+    const Json& p = planned.summary;
+    Json out = p;
+    out["status"] = "planned";
+    std::vector<std::string> expected;  // the largest shard's expected time for a few device counts
+    for (const auto& d : p.value("devices", Json::array()))
+      if (const int n = d["shards"].get<int>(); n == 1 || n == 4 || n == 16)
+        expected.push_back(fmt::format("{} on {} device{}", minutes_text(d["largest_s"].get<double>()), n, n == 1 ? "" : "s"));
+    report(ctx,
+           fmt::format("Plan {}: {}, {} measurements of {} models (expected {}); measure it with nn-meter build ... "
+                       "--shard K/N on each of N devices, then merge with --shards N",
+                       p.value("plan", ""), p.value("phase", ""), p.value("measurements", 0), p.value("models", 0),
+                       fmt::format("{}", fmt::join(expected, ", "))),
+           out);
+    if (a.plan_only) return;
+    throw EarlyExit{3};
+  }
   if (ctx.json) {
     Json out = Json::array();
     for (const auto& s : summaries)
@@ -103,6 +171,15 @@ void add_builder_commands(CLI::App& app, Context& ctx) {
   build_cmd->add_flag("--remeasure-noisy", args->remeasure_noisy,
                       "repeat the samples whose repeats did not settle (SETTLE_TOLERANCE) up to twice MAX_REPEATS (or "
                       "REPEATS), reusing every measurement of an earlier build of the workspace, and train again");
+  build_cmd->add_flag("--plan-only", args->plan_only,
+                      "a sharded build's first step: write the plan of the next measurements (predictor_build/shards/"
+                      "plan.json) and stop (docs/sharding.md)");
+  build_cmd->add_option("--shard", args->shard,
+                        "measure shard K of N of the current plan here, e.g. $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT; "
+                        "a rerun resumes it");
+  build_cmd->add_option("--shards", args->shards,
+                        "merge the N shards' journals of the current plan and go on building; exit 3 when the next phase's "
+                        "plan is written and needs the shards again");
   build_cmd->callback([&ctx, args] { build(ctx, *args); });
 
   auto pargs = std::make_shared<BuildArgs>();

@@ -57,11 +57,13 @@ std::string Journal::key(const std::string& id, int repeat) {
   return repeat == 0 ? id : id + "\x1f" + std::to_string(repeat);
 }
 
-Journal::Journal(fs::path path) : path_(std::move(path)) {
+Journal::Journal(fs::path path, const fs::path& base) : path_(std::move(path)) {
   std::error_code ec;
   fs::create_directories(path_.parent_path(), ec);
   lock_fd_ = lock_journal(path_);
   try {
+    if (!base.empty() && fs::exists(base)) read_records(base, false);
+    rewritten_.clear();  // only this journal's own file counts
     read_existing();
   } catch (...) {
     ::close(lock_fd_);
@@ -69,27 +71,30 @@ Journal::Journal(fs::path path) : path_(std::move(path)) {
   }
 }
 
-void Journal::read_existing() {
-  if (fs::exists(path_)) {
-    const std::string text = io::read_file(path_);
-    const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
-    if (complete != text.size() && ::truncate(path_.c_str(), static_cast<off_t>(complete)) != 0)
-      throw journal_error(path_, "repair");
-    std::istringstream lines(text.substr(0, complete));
-    size_t line_no = 0;
-    for (std::string line; std::getline(lines, line);) {
-      ++line_no;
-      if (line.empty()) continue;
-      try {
-        Json record = Json::parse(line);
-        const std::string key = record_key(record);  // before the move below
-        records_[key] = std::move(record);
-      } catch (const Json::exception& e) {
-        throw Error("journal " + path_.string() + " line " + std::to_string(line_no) + " is not a valid record (" +
-                    e.what() + "): move the file away to start over");
-      }
+void Journal::read_records(const fs::path& file, bool repair) {
+  const std::string text = io::read_file(file);
+  const size_t complete = text.rfind('\n') == std::string::npos ? 0 : text.rfind('\n') + 1;
+  if (repair && complete != text.size() && ::truncate(file.c_str(), static_cast<off_t>(complete)) != 0)
+    throw journal_error(file, "repair");
+  std::istringstream lines(text.substr(0, complete));
+  size_t line_no = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    try {
+      Json record = Json::parse(line);
+      const std::string key = record_key(record);  // before the move below
+      if (records_.count(key)) rewritten_.push_back(key);
+      records_[key] = std::move(record);
+    } catch (const Json::exception& e) {
+      throw Error("journal " + file.string() + " line " + std::to_string(line_no) + " is not a valid record (" +
+                  e.what() + "): move the file away to start over");
     }
   }
+}
+
+void Journal::read_existing() {
+  if (fs::exists(path_)) read_records(path_, true);
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd_ < 0) throw journal_error(path_, "open");
 }
@@ -99,11 +104,10 @@ Journal::~Journal() {
   if (lock_fd_ >= 0) ::close(lock_fd_);
 }
 
-void Journal::append(const Json& record) {
-  const std::string line = record.dump() + "\n";
+void Journal::write(const std::string& text) {
   size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd_, text.data() + written, text.size() - written);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw journal_error(path_, "append to");
@@ -111,7 +115,18 @@ void Journal::append(const Json& record) {
     written += static_cast<size_t>(n);
   }
   if (::fdatasync(fd_) != 0) throw journal_error(path_, "sync");
+}
+
+void Journal::append(const Json& record) {
+  write(record.dump() + "\n");
   records_[record_key(record)] = record;
+}
+
+void Journal::append_all(const std::vector<Json>& records) {
+  std::string text;
+  for (const Json& r : records) text += r.dump() + "\n";
+  if (!text.empty()) write(text);
+  for (const Json& r : records) records_[record_key(r)] = r;
 }
 
 }  // namespace nnmeter

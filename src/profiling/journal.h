@@ -12,7 +12,9 @@ namespace nnmeter {
 
 class Journal {
  public:
-  explicit Journal(fs::path path);
+  // `base`: another journal read (without its lock, never written) before this one, whose records count as
+  // this journal's: a shard sees what the build measured before it, and journals only what it measures.
+  explicit Journal(fs::path path, const fs::path& base = {});
   ~Journal();
   Journal(const Journal&) = delete;
   Journal& operator=(const Journal&) = delete;
@@ -22,14 +24,22 @@ class Journal {
   const std::map<std::string, Json>& records() const { return records_; }
   static std::string key(const std::string& id, int repeat);
   void append(const Json& record);
+  // Several records with one sync: a merge of thousands of records does not wait on thousands of syncs.
+  void append_all(const std::vector<Json>& records);
+  const fs::path& path() const { return path_; }
+  // Keys written more than once in this journal's file (a repeat measured twice).
+  const std::vector<std::string>& rewritten() const { return rewritten_; }
 
  private:
   void read_existing();
+  void read_records(const fs::path& file, bool repair);
+  void write(const std::string& text);
 
   fs::path path_;
   int lock_fd_ = -1;
   int fd_ = -1;
   std::map<std::string, Json> records_;
+  std::vector<std::string> rewritten_;
 };
 
 }  // namespace nnmeter

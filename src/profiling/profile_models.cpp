@@ -9,6 +9,7 @@
 #include <iostream>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "common/progress.h"
 #include "common/rng.h"
@@ -17,6 +18,7 @@
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "profiling/journal.h"
+#include "profiling/sharding.h"
 #include "registry/plugin_probe.h"
 
 namespace nnmeter {
@@ -134,7 +136,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
                                                                    const ProfilerOptions& options) {
   const MeasurementProtocol protocol = MeasurementProtocol::from_config(options.backend_config);
   std::vector<std::unique_ptr<Journal>> journals;
-  for (const auto& b : batches) journals.push_back(std::make_unique<Journal>(b.journal));
+  for (const auto& b : batches) journals.push_back(std::make_unique<Journal>(b.journal, b.base_journal));
 
   // Every (batch, job, repeat) not yet journaled, in one seeded shuffled order: drift over the run must not
   // line up with a kernel, a config or a repeat index. Resuming recomputes the same set minus what is done.
@@ -185,13 +187,31 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     return out;
   };
   std::vector<Item> pending = next_round(0);
+  // A sharded build measures nothing here: the phase comes from its shards' journals, or its plan is written.
+  while (options.sharding.active() && !pending.empty()) {
+    std::sort(pending.begin(), pending.end(), [&](const Item& a, const Item& b) {
+      const auto at = [&](const Item& i) { return std::tuple(i.batch, i.job - batches[i.batch].jobs.data(), i.repeat); };
+      return at(a) < at(b);
+    });
+    std::vector<sharding::PhaseJob> todo;
+    for (const Item& item : pending) {
+      if (todo.empty() || todo.back().job != item.job) todo.push_back({item.batch, item.job, {}});
+      todo.back().repeats.push_back(item.repeat);
+    }
+    std::vector<Journal*> open;
+    for (const auto& j : journals) open.push_back(j.get());
+    sharding::take_phase(batches, todo, options, open);
+    pending = next_round(0);
+  }
   size_t total = 0;
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs) total += static_cast<size_t>(std::max(first_repeats(job), repeats_of(b, job)));
   if (pending.size() < total)
     spdlog::info("{}: {} of {} measurements already done, resuming", options.label, total - pending.size(), total);
 
-  const bool probing = protocol.probe_every > 0 && options.probes && !options.probes->models.empty();
+  // Probes every DRIFT_PROBE_EVERY measurements; a shard, which measures them to compare its level with the
+  // others', at its start and end at least.
+  const bool probing = options.probes && !options.probes->models.empty();
   if (!pending.empty()) {
     const fs::path executable = options.worker_executable.empty() ? find_worker_executable() : options.worker_executable;
     const Json hello = {{"backend", options.backend},
@@ -258,7 +278,8 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       Progress progress(round == 0 ? options.label : fmt::format("{} (round {})", options.label, round + 1), pending.size(),
                         options.progress);
       for (size_t i = 0; i < pending.size(); ++i, ++measured) {
-        if (probing && measured % static_cast<size_t>(protocol.probe_every) == 0) measure_probes();
+        if (probing && (protocol.probe_every > 0 ? measured % static_cast<size_t>(protocol.probe_every) == 0 : measured == 0))
+          measure_probes();
         const Item& item = pending[i];
         const ProfileBatch& batch = batches[item.batch];
         Journal& journal = *journals[item.batch];
@@ -271,6 +292,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
         record["id"] = item.job->id;
         record["repeat"] = item.repeat;
+        if (!options.plan_id.empty()) record["plan"] = options.plan_id;
         journal.append(record);
         if (!record["ok"].get<bool>()) {
           append_error_log(batch.error_log,
@@ -312,7 +334,7 @@ ProfilerOptions ProfilerOptions::of(std::string backend, Json backend_config, co
 
 std::map<std::string, ProfileOutcome> profile_models(const std::vector<ProfileJob>& jobs, const ProfilerOptions& options,
                                                      const fs::path& journal, const fs::path& error_log) {
-  return profile_batches({ProfileBatch{jobs, journal, error_log}}, options).front();
+  return profile_batches({ProfileBatch{jobs, journal, error_log, {}}}, options).front();
 }
 
 int run_profile_worker(int result_fd) {
