@@ -37,6 +37,16 @@ stop_daemon() {
   rm -f "$f"
 }
 
+# The daemons fork before they write their pid file: wait for it (bounded) before judging them alive.
+await_pid() {
+  local i
+  for ((i = 0; i < 50; i++)); do
+    live_pid "$state/$1.pid" >/dev/null && return 0
+    sleep 0.2
+  done
+  fail "$1 did not come up within 10 s (see $state/log/$1.log)"
+}
+
 # A start that fails leaves nothing running behind it.
 fail() { stop >/dev/null 2>&1 || true; die "$@"; }
 
@@ -78,7 +88,7 @@ PlugStackConfig=$state/plugstack.conf
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
-# Debian's slurmd otherwise tries to load PMIx, which is not installed, at every start.
+# A measurement task is one process, no MPI.
 MpiDefault=none
 # No slurmdbd, so no sacct: finished jobs stay visible to \`scontrol show job\` for MinJobAge seconds.
 AccountingStorageType=accounting_storage/none
@@ -123,10 +133,15 @@ start() {
       --log-file="$state/log/munged.log" --seed-file="$state/munge/munged.seed" \
       || fail "munged did not start (see $state/log/munged.log)"
   fi
-  live_pid "$state/slurmctld.pid" >/dev/null ||
+  await_pid munged
+  if ! live_pid "$state/slurmctld.pid" >/dev/null; then
     slurmctld -f "$conf" -i || fail "slurmctld did not start (see $state/log/slurmctld.log)"
-  live_pid "$state/slurmd.pid" >/dev/null ||
+  fi
+  await_pid slurmctld
+  if ! live_pid "$state/slurmd.pid" >/dev/null; then
     slurmd -f "$conf" -N "$node" || fail "slurmd did not start (see $state/log/slurmd.log)"
+  fi
+  await_pid slurmd
   local i s=""
   for ((i = 0; i < wait_s * 2; i++)); do
     live_pid "$state/slurmctld.pid" >/dev/null || fail "slurmctld exited (see $state/log/slurmctld.log)"
