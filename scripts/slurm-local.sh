@@ -5,7 +5,7 @@
 #   start   writes STATE_DIR/slurm.conf, starts munged, slurmctld and slurmd, waits until the node is idle and
 #           prints the line to give the Slurm commands this cluster:  export SLURM_CONF=STATE_DIR/slurm.conf
 #   stop    cancels the cluster's jobs, stops the three daemons it started (by their pid files)
-#   status  prints the node's state; exit 0 only when it is up
+#   status  prints the node's state; exit 0 when slurmctld runs and answers
 # NNMETER_SLURM_PORT (default 6817) is slurmctld's port, slurmd takes the next one: change it when another
 # Slurm listens on this machine. NNMETER_SLURM_WAIT (default 60) bounds the wait for the node, in seconds.
 set -euo pipefail
@@ -56,7 +56,8 @@ node_state() { SLURM_CONF="$conf" sinfo -h -n "$node" -o %T 2>/dev/null | head -
 
 write_config() {
   mkdir -p "$state"/{munge,ctld,slurmd,log}
-  chmod 0700 "$state/munge"
+  # Users other than root may submit too: munged wants its socket's folder open to all (the key file is 0600).
+  chmod 0755 "$state/munge"
   # munged runs as root here, with its own socket, so it neither needs nor disturbs a system munged.
   if [ -r /etc/munge/munge.key ]; then
     keyfile=/etc/munge/munge.key
@@ -128,7 +129,7 @@ start() {
   fi
   write_config
   if ! live_pid "$state/munged.pid" >/dev/null; then
-    # --force: munged otherwise refuses a socket folder it does not consider secure enough (e.g. under /tmp).
+    # --force: as root, munged otherwise refuses Debian's key, which belongs to the munge user.
     munged --force --socket="$state/munge/munge.socket" --key-file="$keyfile" --pid-file="$state/munged.pid" \
       --log-file="$state/log/munged.log" --seed-file="$state/munge/munged.seed" \
       || fail "munged did not start (see $state/log/munged.log)"
