@@ -37,6 +37,7 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler
   libxnnpack-dev libpthreadpool-dev libcpuinfo-dev
   libarmnn-dev libarmnntfliteparser-dev libarmnn-cpuref-backend22
+  slurmctld slurmd slurm-client munge  # the sharded build's test runs a one-node Slurm (scripts/slurm-local.sh)
 )
 packages+=(${NNMETER_EXTRA_PACKAGES:-})  # more packages to require (word-split on purpose)
 
