@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sharded build through Slurm, as examples/slurm/ runs it, on a one-node cluster started here
 # (scripts/slurm-local.sh) with the real nn-meter on onednn_cpu:
-#   - a build sharded over a 4-task array job (submit.sh) samples and measures what a single-host build of
-#     the same configs does: the same sample IDs and configs in profiled_<kernel>.json, and a predictor;
+#   - a build sharded over a 4-task array job (submit.sh) samples what a single-host build of the same configs
+#     does (the same prior sample IDs and configs); its first train job, reaching a fine-grained round, submits
+#     the next array and train job itself (train.sbatch on exit 3), and the second writes the predictor;
 #   - a task cancelled after its first measurement and requeued resumes its journal: across the shards'
 #     journals every (kernel, id, repeat) of the plan is there exactly once;
 #   - the train step (--shards 4) refuses, naming the shard, while one shard's journal folder is missing.
@@ -40,12 +41,13 @@ export SLURM_CONF="$state/slurm.conf"
 export NN_METER_HOME="$tmp/home"
 cd "$tmp"
 
-# Two workspaces of the same configs: two kernels of 8 prior samples, one iteration, two repeats each. A
-# repeat lasts at least 2 x 150 ms, so that a shard's task is still measuring when it is cancelled.
+# Two workspaces of the same configs: two kernels of 8 prior samples, two repeats each; relu's threshold no
+# predictor meets, so that the build goes on to a fine-grained round (a second phase). A repeat lasts at least
+# 2 x 150 ms, so that a shard's task is still measuring when it is cancelled.
 make_workspace() {
   "$bin" create --workspace "$1" --backend onednn_cpu >/dev/null
   printf '%s\n' 'DETAIL: TRUE' 'IMPLEMENT: onnx' 'BATCH_SIZE: 1' 'KERNELS:' \
-    '  relu: {INIT_SAMPLE_NUM: 8, FINEGRAINED_SAMPLE_NUM: 2, ITERATION: 1, ERROR_THRESHOLD: 0.1}' \
+    '  relu: {INIT_SAMPLE_NUM: 8, FINEGRAINED_SAMPLE_NUM: 1, ITERATION: 2, ERROR_THRESHOLD: 0.000001}' \
     '  add: {INIT_SAMPLE_NUM: 8, FINEGRAINED_SAMPLE_NUM: 2, ITERATION: 1, ERROR_THRESHOLD: 0.1}' \
     >"$1/configs/predictorbuild_config.yaml"
   printf '%s\n' 'NUM_THREADS: 1' 'WARMUP_RUNS: 1' 'NUM_RUNS: 3' 'NUM_ROUNDS: 2' 'MIN_TIME_MS: 150' 'MAX_RETRIES: 0' \
@@ -76,7 +78,8 @@ NNMETER_BIN="$bin" NNMETER_SLURM_LOGS="$logs" NNMETER_TRAIN_SBATCH_ARGS="--hold"
   "$src/examples/slurm/submit.sh" "$tmp/sharded" onednn_cpu 4 --no-ruletest >"$tmp/submit.log" 2>&1 ||
   fail "submit.sh failed: $(tail -n 2 "$tmp/submit.log")"
 measurements="$(sed -n 's/.*Plan [0-9a-f]*: [^,]*, \([0-9]*\) measurements.*/\1/p' "$tmp/submit.log")"
-[ -n "$measurements" ] || fail "submit.sh printed no Plan line: $(cat "$tmp/submit.log")"
+plan="$(sed -n 's/.*Plan \([0-9a-f]*\): .*/\1/p' "$tmp/submit.log")"
+[ -n "$measurements" ] && [ -n "$plan" ] || fail "submit.sh printed no Plan line: $(cat "$tmp/submit.log")"
 read -r array train <"$logs/jobs"
 grep -q "^Submitted measure array $array (tasks 1-4), train job $train$" "$tmp/submit.log" ||
   fail "unexpected submit.sh output: $(tail -n 1 "$tmp/submit.log")"
@@ -109,11 +112,11 @@ scontrol show job -o "${array}_1" | grep -q 'Restarts=1' || fail "task ${array}_
 echo "shard 1/4: cancelled after $at_cancel measurements, requeued, $(records) when done"
 
 # Each (kernel, id, repeat) of the plan measured exactly once across the shards, the cancelled one included.
-python3 - "$shards" "$measurements" <<'EOF' || fail "the shards' journals do not hold the plan's measurements once each"
+python3 - "$shards/$plan" "$measurements" <<'EOF' || fail "the shards' journals do not hold the plan's measurements once each"
 import collections, glob, json, os, re, sys
 shards, expected = sys.argv[1], int(sys.argv[2])
 seen = collections.Counter()
-files = glob.glob(os.path.join(shards, "*", "*-of-4", "*profile_journal_*.jsonl"))
+files = glob.glob(os.path.join(shards, "*-of-4", "*profile_journal_*.jsonl"))
 for path in files:
     kernel = re.sub(r"^\d+-profile_journal_(.*)\.jsonl$", r"\1", os.path.basename(path))
     for line in open(path):
@@ -128,7 +131,7 @@ if len(seen) != expected:
 EOF
 
 # A missing shard: the train step refuses, naming it; the shard back in place, the build goes on.
-plan_dir="$(dirname "$(ls -d "$shards"/*/3-of-4)")"
+plan_dir="$shards/$plan"
 mv "$plan_dir/3-of-4" "$tmp/3-of-4.aside"
 rc=0
 "$bin" build --workspace "$tmp/sharded" --backend onednn_cpu --no-ruletest --shards 4 >"$tmp/missing.log" 2>&1 || rc=$?
@@ -136,11 +139,23 @@ rc=0
 grep -q "shard 3/4" "$tmp/missing.log" || fail "--shards 4 did not name shard 3/4: $(tail -n 2 "$tmp/missing.log")"
 mv "$tmp/3-of-4.aside" "$plan_dir/3-of-4"
 
+# The first train job merges the prior samples, reaches relu's fine-grained round and submits the next round
+# (held too: NNMETER_TRAIN_SBATCH_ARGS travels with the jobs).
+wait_done() {  # wait_done JOB WHAT: the job ends COMPLETED within 180 s
+  local s
+  s="$(wait_state "$1" 180 'COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY')" ||
+    fail "$2 $1 is still '$s' after 180 s ($(scontrol show job -o "$1" | grep -o 'Reason=[^ ]*'))"
+  [ "$s" = COMPLETED ] || fail "$2 $1 ended '$s'"
+}
 scontrol release "$train"
-s="$(wait_state "$train" 180 'COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY')" ||
-  fail "the train job $train is still '$s' after 180 s ($(scontrol show job -o "$train" | grep -o 'Reason=[^ ]*'))"
-[ "$s" = COMPLETED ] || fail "the train job ended '$s': $(tail -n 3 "$logs/train-$train.out")"
-grep -q "predictor written" "$logs/train-$train.out" || fail "the train job wrote no predictor: $(tail -n 3 "$logs/train-$train.out")"
+wait_done "$train" "the first train job"
+grep -q "fine-grained round 1" "$logs/train-$train.out" || fail "the first train job planned no fine-grained round: $(tail -n 3 "$logs/train-$train.out")"
+[ "$(wc -l <"$logs/jobs")" = 2 ] || fail "the first train job submitted no next round: $(tail -n 3 "$logs/train-$train.out")"
+read -r array2 train2 < <(tail -n 1 "$logs/jobs")
+for k in 1 2 3 4; do wait_done "${array2}_$k" "task"; done
+scontrol release "$train2"
+wait_done "$train2" "the second train job"
+grep -q "predictor written" "$logs/train-$train2.out" || fail "the second train job wrote no predictor: $(tail -n 3 "$logs/train-$train2.out")"
 compgen -G "$tmp/sharded/predictor_build/predictor/*.yaml" >/dev/null || fail "the sharded build has no predictor meta"
 
 # The same samples as the single-host build: IDs and configs.
@@ -148,7 +163,7 @@ python3 - "$tmp/single" "$tmp/sharded" <<'EOF' || fail "the sharded build's samp
 import json, os, sys
 for kernel in ("relu", "add"):
     def samples(ws):
-        path = os.path.join(ws, "predictor_build", "results", f"profiled_{kernel}.json")
+        path = os.path.join(ws, "predictor_build", "results", f"{kernel}_prior.json")
         return {sid: entry["config"] for sid, entry in json.load(open(path))[kernel].items()}
     single, sharded = samples(sys.argv[1]), samples(sys.argv[2])
     if not single or single != sharded:
