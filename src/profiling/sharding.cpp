@@ -23,11 +23,11 @@ constexpr const char* kPlanFile = "plan.json";
 constexpr const char* kProbeJournal = "drift_probes.jsonl";
 
 // The expected seconds of one measurement: a fixed part (a fresh worker process, loading and converting the
-// model, the warm-up and the protocol's minimum round time) and a part that grows with the model's work. Fitted
-// on the per-repeat times of a onednn_cpu build's journals (bench/RESULTS-sharding.md); only the ratio of the two
-// matters for dealing, so a device ten times slower deals the same.
-constexpr double kFixedSeconds = 0.25;
-constexpr double kWorkPerSecond = 2e8;  // multiply-adds (or element visits) per second of a measurement
+// model, the warm-up and the protocol's minimum round time) and a part that grows with the model's work. Fitted by
+// least squares on the per-repeat times of a onednn_cpu build of 120 samples (conv, dwconv, fc, relu) on a 2-core
+// VM (bench/RESULTS-sharding.md); only the ratio of the two matters for dealing, so a slower device deals the same.
+constexpr double kFixedSeconds = 0.14;
+constexpr double kWorkPerSecond = 1.8e9;  // multiply-adds (or element visits) per second of a measurement
 
 // A model's work: multiply-adds of its convolutions and matrix products, one per input and output element of
 // every other runtime node. A model the front end cannot load costs its fixed part only (it will fail fast).
