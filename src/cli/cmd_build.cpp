@@ -110,7 +110,7 @@ void build(Context& ctx, const BuildArgs& a) {
            fmt::format("Plan {}: {}, {} measurements of {} models (expected {}); measure it with nn-meter build ... "
                        "--shard K/N on each of N devices, then merge with --shards N",
                        p.value("plan", ""), p.value("phase", ""), p.value("measurements", 0), p.value("models", 0),
-                       fmt::format("{}", fmt::join(expected, ", "))),
+                       fmt::join(expected, ", ")),
            out);
     if (a.plan_only) return;
     throw EarlyExit{3};
