@@ -74,6 +74,22 @@ TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
   EXPECT_THROW(resolve_backend_config(own_params(), Json{{"SETTLE_TOLERANCE", "tight"}}, "cfg.yaml"), Error);
 }
 
+TEST(Protocol, ShardLevelsAreNormalizeOrOff) {
+  EXPECT_FALSE(MeasurementProtocol::from_config(Json::object()).normalize_shard_levels);
+  EXPECT_TRUE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", "normalize"}}).normalize_shard_levels);
+  EXPECT_FALSE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", "off"}}).normalize_shard_levels);
+  // YAML reads a bare `off` as false.
+  EXPECT_FALSE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", false}}).normalize_shard_levels);
+  for (const Json& bad : {Json("normalise"), Json(true), Json(1)}) {
+    try {
+      MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", bad}}, "cfg.yaml");
+      ADD_FAILURE() << bad.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "cfg.yaml: SHARD_LEVELS must be normalize or off, got " + bad.dump());
+    }
+  }
+}
+
 TEST(Protocol, RepeatsSettleWhenTheStatisticStopsMoving) {
   // min: the two lowest within the tolerance of each other.
   EXPECT_FALSE(repeats_settled({2.0}, RepeatStatistic::min, 0.02));
