@@ -119,7 +119,10 @@ TEST(RuletestCli, OnednnFusesConvReluAndConvBnButNotReluRelu) {
 }
 
 // Our cases beyond nn-Meter's pairs: SiLU after a conv, and a chain of three operators, which onednn_cpu
-// runs as one pass (ShuffleNet's concat → channel shuffle → split).
+// runs as one pass (ShuffleNet's concat → channel shuffle → split). onednn_cpu runs conv+SiLU as one primitive,
+// but its SiLU post-op costs about what the separate SiLU does: (conv + swish − block) / conv came out between
+// −0.05 and 0.65 in fresh processes on one machine, around the criterion's 0.5. So the timing verdict may go
+// either way there; the test holds it to its own latencies instead.
 TEST(RuletestCli, OnednnFusesConvSwishAndTheShuffleChain) {
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "ws",
@@ -133,10 +136,25 @@ TEST(RuletestCli, OnednnFusesConvSwishAndTheShuffleChain) {
     EXPECT_TRUE(fs::is_regular_file(dir / "testcases" / ("BF_concat_channelshuffle_split_" + f + ".onnx"))) << f;
   const Json rules = Json::parse(r.out);
   ASSERT_EQ(rules.size(), 2u) << rules.dump(2);
-  for (const std::string tc : {"BF_conv_swish", "BF_concat_channelshuffle_split"}) {
-    const Json& obey = rules[tc]["obey"];
-    EXPECT_TRUE((obey.is_boolean() && obey.get<bool>()) || contains(rules[tc].value("error", ""), "measurement noise"))
-        << tc << ": " << rules.dump(2);
+  // The chain saves two passes over the tensors (measured block ≈ a tenth of the ops apart): fused, or
+  // undecided on a machine too noisy to tell.
+  const Json& chain = rules["BF_concat_channelshuffle_split"]["obey"];
+  EXPECT_TRUE((chain.is_boolean() && chain.get<bool>()) ||
+              contains(rules["BF_concat_channelshuffle_split"].value("error", ""), "measurement noise"))
+      << rules.dump(2);
+  // conv+SiLU: the backend's plan settles a verdict inside the noise (one primitive for the block, three
+  // kernels apart: fused); a verdict outside it follows nn-Meter's criterion on the latencies it reports.
+  const Json& swish = rules["BF_conv_swish"];
+  const std::string reason = swish.value("reason", "");
+  if (!swish["obey"].is_boolean()) {
+    EXPECT_TRUE(contains(swish.value("error", ""), "measurement noise")) << rules.dump(2);
+  } else if (contains(reason, "timing inside the noise")) {
+    EXPECT_TRUE(swish["obey"].get<bool>()) << rules.dump(2);
+    EXPECT_TRUE(contains(reason, "runs 1 kernel(s) for the block")) << rules.dump(2);
+  } else {
+    const auto ms = [&](const char* model) { return std::stod(swish["latency"][model].get<std::string>()); };
+    const bool criterion = ms("conv") + ms("swish") - ms("block") > 0.5 * std::min(ms("conv"), ms("swish"));
+    EXPECT_EQ(swish["obey"].get<bool>(), criterion) << rules.dump(2);
   }
   for (const std::string key : {"concat", "channelshuffle", "split", "block", "ops"})
     EXPECT_TRUE(rules["BF_concat_channelshuffle_split"]["latency"].contains(key)) << key;
