@@ -15,3 +15,14 @@ freeze_binaries() {
 use_frozen() {
   export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 }
+# frozen_nnmeter BUILD_DIR OUT: build nn-meter and its worker, run them from copies in OUT/bin (rebuilding the
+# tree while a bench runs must not swap the binary under its workers) with OUT/home as NN_METER_HOME; sets $nnm.
+frozen_nnmeter() {
+  local build="$1" out="$2"
+  cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker >/dev/null
+  freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
+  export NN_METER_HOME="$out/home"
+  export NN_METER_WORKER="$out/bin/nn-meter-worker"
+  use_frozen "$out/bin"
+  nnm="$out/bin/nn-meter"
+}

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Fixed repeats against adaptive ones, on a quiet machine and on a loaded one: the same 200 kernel samples
 # (SAMPLES=100 conv-bn-relu and as many dwconv-bn-relu, seed 1) built four times by `nn-meter build` on onednn_cpu —
-#   fixed:    REPEATS 5
+#   fixed:    REPEATS $FIXED_REPEATS (default 8, what adaptive spent a sample on a noisy day; compare at the
+#             count adaptive spends on the day, bench/RESULTS-adaptive-repeats.md)
 #   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02
-# each once quiet and once with a CPU-bound process spinning for the whole build (started and stopped here) —
+# each once quiet and once with a CPU-bound process spinning for the whole build (started and stopped here;
+# LOADS="quiet" or "loaded" runs one of the two) —
 # and for each: measurements spent (journal records), build time, the split-half ceilings and held-out
 # accuracy of accuracy.json, how many samples settled, and what the machine check before the build said.
-# Usage: [SAMPLES=N] bench/run_adaptive_repeats_bench.sh OUT [build-dir]   (quiet: ~19 min on 2 cores; loaded: each
-# measurement ~4x slower; resumes per build)
+# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [LOADS="quiet loaded"] bench/run_adaptive_repeats_bench.sh OUT [build-dir]
+# (quiet: ~21 min on 2 cores; loaded: each measurement ~4x slower; resumes per build)
 # Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
@@ -15,19 +17,15 @@ cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_adaptive_repeats_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
 samples="${SAMPLES:-100}"  # per kernel
-cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker >/dev/null
-# A private copy: rebuilding the tree while the bench runs must not swap the binary under its workers.
-freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
-export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$out/bin/nn-meter-worker"
-use_frozen "$out/bin"
-nnm="$out/bin/nn-meter"
+fixed_repeats="${FIXED_REPEATS:-8}"
+loads="${LOADS:-quiet loaded}"
+frozen_nnmeter "$build" "$out"
 
 hog=""
 stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }
 trap stop_hog EXIT
 
-for load in quiet loaded; do
+for load in $loads; do
   for mode in fixed adaptive; do
     ws="$out/$load-$mode"
     [ -f "$ws/done" ] && continue
@@ -50,7 +48,7 @@ KERNELS:
     ERROR_THRESHOLD: 0.1
 YAML
     if [ "$mode" = fixed ]; then
-      printf 'REPEATS: 5\n' >> "$ws/configs/backend_config.yaml"
+      printf 'REPEATS: %s\n' "$fixed_repeats" >> "$ws/configs/backend_config.yaml"
     else
       printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' >> "$ws/configs/backend_config.yaml"
     fi
@@ -67,12 +65,12 @@ YAML
   done
 done
 
-/usr/bin/python3 - "$out" <<'PY'
+/usr/bin/python3 - "$out" "$fixed_repeats" $loads <<'PY'
 import json, os, sys
-out = sys.argv[1]
+out, fixed_repeats, loads = sys.argv[1], sys.argv[2], sys.argv[3:]
 rows = ["| machine | repeats | measurements | build (s) | kernel | ceiling ±5 % | ceiling ±10 % | held-out ±10 % | settled / capped |",
         "|---|---|---|---|---|---|---|---|---|"]
-for load in ("quiet", "loaded"):
+for load in loads:
     for mode in ("fixed", "adaptive"):
         ws = os.path.join(out, f"{load}-{mode}")
         res = os.path.join(ws, "predictor_build", "results")
@@ -83,16 +81,16 @@ for load in ("quiet", "loaded"):
             profiled = json.load(open(os.path.join(res, f"profiled_{kernel}.json")))[kernel]
             stopped = [e.get("repeats_stopped", "") for e in profiled.values()]
             r, m = acc[kernel]["repeatability"], acc[kernel]["metrics"]
-            how = "5 fixed" if mode == "fixed" else "3..10"
+            how = f"{fixed_repeats} fixed" if mode == "fixed" else "3..10"
             settled = "-" if mode == "fixed" else f"{stopped.count('settled')} / {stopped.count('max_repeats')}"
             rows.append(f"| {load} | {how} | {lines} | {seconds} | {kernel} | {100 * r['within5']:.1f} % | "
                         f"{100 * r['within10']:.1f} % | {100 * m['acc10']:.1f} % | {settled} |")
 checks = []
-for load in ("quiet", "loaded"):
+for load in loads:
     log = open(os.path.join(out, f"{load}-fixed", "build.log")).read().splitlines()
     checks.append(f"- {load}: " + ("; ".join(l.split("machine check, ", 1)[1][:160] for l in log if "machine check, " in l) or "no warning"))
 quality = []
-for load in ("quiet", "loaded"):
+for load in loads:
     for mode in ("fixed", "adaptive"):
         meta = json.load(open(os.path.join(out, f"{load}-{mode}", "predictor_build", "predictor", "predictor.json")))
         quality.append(f"{load}-{mode}: {meta.get('measurement_quality', {}).get('verdict', '-')}")

@@ -14,12 +14,7 @@ cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_sharding_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
 samples="${SAMPLES:-40}"
-cmake --build "$build" -j "$(nproc)" --target nn-meter nn-meter-worker >/dev/null
-freeze_binaries "$build" "$out/bin" nn-meter nn-meter-worker
-export NN_METER_HOME="$out/home"
-export NN_METER_WORKER="$out/bin/nn-meter-worker"
-use_frozen "$out/bin"
-nnm="$out/bin/nn-meter"
+frozen_nnmeter "$build" "$out"
 
 hog=""
 stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }

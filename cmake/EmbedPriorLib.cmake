@@ -3,7 +3,7 @@ set(content "// Generated from data/prior_config_lib by cmake/EmbedPriorLib.cmak
 string(APPEND content "#include <map>\n#include <string>\n\nnamespace nnmeter::sampling {\n")
 string(APPEND content "const std::map<std::string, std::string>& embedded_prior_config_lib() {\n")
 string(APPEND content "  static const std::map<std::string, std::string> files = {\n")
-foreach(name conv dwconv fc pooling)
+foreach(name conv dwconv fc pooling tokens attention)
   file(READ "${PRIOR_DIR}/${name}.csv" csv)
   string(APPEND content "    {\"${name}.csv\", R\"NNMCSV(${csv})NNMCSV\"},\n")
 endforeach()

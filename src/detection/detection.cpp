@@ -144,6 +144,7 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
   std::vector<std::vector<const Unit*>> members(ug.units.size());
   for (int u : ug.order) members[static_cast<size_t>(find_root(root, u))].push_back(&ug.units[static_cast<size_t>(u)]);
 
+  const int64_t batch = detection::model_batch(g);
   std::vector<DetectedKernel> kernels;
   for (int u : ug.order) {
     const auto& m = members[static_cast<size_t>(u)];
@@ -157,7 +158,7 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
     std::sort(nodes.begin(), nodes.end());
     for (int node : nodes) k.nodes.push_back(ir.nodes[static_cast<size_t>(node)].name);
     k.name = k.op + "#" + std::to_string(kernels.size());
-    detection::describe_kernel(g, m, k);
+    detection::describe_kernel(g, m, batch, k);
     kernels.push_back(std::move(k));
   }
   return kernels;

@@ -1,8 +1,9 @@
 // A detected kernel → the builder kernel it is an instance of, with that kernel's config keys (the ones
 // src/kernels/ builds models from and the feature parsers read): conv family HW, CIN, COUT, KERNEL_SIZE,
-// STRIDES; pooling HW, CIN, KERNEL_SIZE, POOL_STRIDES; fc CIN, COUT; concat HW, CIN1..CIN4; everything
-// else HW, CIN. The config is read from the kernel's first compute node (nn-Meter's first-node rule);
-// leading layout ops of a fused kernel cost nothing and carry no config.
+// STRIDES; pooling HW, CIN, KERNEL_SIZE, POOL_STRIDES; fc CIN, COUT; concat HW, CIN1..CIN4; the transformer
+// kernels T, CIN (and COUT for linear), matmul B, M, K, N; everything else HW, CIN. The config is read from the
+// kernel's first compute node (nn-Meter's first-node rule); leading layout ops of a fused kernel cost nothing
+// and carry no config.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -47,7 +48,11 @@ const std::set<std::string>& elementwise_types() {
   static const std::set<std::string> types = {
       "mul",  "sub",  "div",  "sigmoid", "hardsigmoid", "clip", "leakyrelu", "prelu", "elu",     "selu",
       "celu", "tanh", "softplus", "softsign", "exp", "log", "sqrt", "pow", "neg", "abs", "erf", "reciprocal",
-      "max",  "min",  "sum",  "mean", "cast", "softmax", "logsoftmax", "thresholdedrelu", "gelu", "mish"};
+      "max",  "min",  "sum",  "mean", "cast", "logsoftmax", "thresholdedrelu", "mish",
+      // A transpose copies its input into the new order, a gather or a slice the elements it picks (a ViT's
+      // class token, Swin's roll): one pass over the output, as attention's head split and merge cost on an
+      // engine that does not fold them into the matmul.
+      "transpose", "gather", "slice"};
   return types;
 }
 
@@ -155,14 +160,53 @@ std::string elementwise_kernel(const std::string& type, const std::string& key) 
   return type;  // hswish, swish
 }
 
+int64_t numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= std::max<int64_t>(d, 1);
+  return n;
+}
+
+// The token kernels (src/kernels/transformer_kernels.cpp): CIN the last axis, T every other one but the batch.
+void tokens_config(KernelConfig& c, const Shape& s, int64_t batch) {
+  c["CIN"] = s.empty() ? 1 : s.back();
+  c["T"] = std::max<int64_t>(1, numel(s) / c["CIN"].get<int64_t>() / batch);
+}
+
+void transformer_config(const std::string& type, const IrNode& n, const std::string& key, int64_t batch,
+                        DetectedKernel& k) {
+  const Shape& in = n.input_shapes[0];
+  const Shape& out = n.output_shapes[0];
+  if (type == "matmul") {
+    if (n.input_shapes.size() < 2 || in.empty() || out.size() < 2)
+      return unsupported(k, fmt::format("a matmul of {} needs matrices on both sides", fmt::join(in, "x")));
+    const int64_t m = out[out.size() - 2], nn = out.back();
+    k.kernel = "matmul";
+    // An empty M or N is refused below, with the other keys' checks.
+    const int64_t b = numel(out) / std::max<int64_t>(m, 1) / std::max<int64_t>(nn, 1) / batch;
+    k.config = {{"B", std::max<int64_t>(1, b)}, {"M", m}, {"K", in.back()}, {"N", nn}};
+    return;
+  }
+  tokens_config(k.config, in, batch);
+  if (type == "linear") {
+    // The MLP's first Linear with its GELU, where the backend runs them as one kernel (BF_linear_gelu).
+    k.kernel = key.rfind("linear-gelu", 0) == 0 ? "linear-gelu" : "linear";
+    k.config["COUT"] = out.empty() ? 1 : out.back();
+  } else {
+    k.kernel = type;  // layernorm, gelu, softmax
+  }
+}
+
 // `type` is the unit's type (hswish, se, ...); `d` its anchor node, whose shapes give the config.
-void describe_compute(const std::string& type, const DetNode& d, const std::string& key, DetectedKernel& k) {
+void describe_compute(const std::string& type, const DetNode& d, const std::string& key, int64_t batch,
+                      DetectedKernel& k) {
   const IrNode& n = *d.ir;
   if (n.output_shapes.empty() || (n.input_shapes.empty() && type != "placeholder"))
     return unsupported(k, "node has no input or output shape");
   const Shape& in = n.input_shapes[0];
   const Shape& out = n.output_shapes[0];
   if (type == "conv" || type == "dwconv") return conv_config(n, type, key, k);
+  if (type == "linear" || type == "matmul" || type == "layernorm" || type == "gelu" || type == "softmax")
+    return transformer_config(type, n, key, batch, k);
   if (type == "fc") {
     k.kernel = "fc";
     k.config = {{"CIN", in.back()}, {"COUT", out.back()}};
@@ -202,7 +246,15 @@ bool is_layout_type(const std::string& type) {
   return type == "reshape" || type == "flatten" || type == "identity" || type == "dropout";
 }
 
-void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const Unit*>& units, DetectedKernel& k) {
+int64_t model_batch(const std::vector<DetNode>& graph) {
+  for (const auto& d : graph)
+    if (d.type == "placeholder" && !d.ir->output_shapes.empty() && !d.ir->output_shapes[0].empty())
+      return std::max<int64_t>(1, d.ir->output_shapes[0][0]);
+  return 1;
+}
+
+void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const Unit*>& units, int64_t batch,
+                     DetectedKernel& k) {
   std::vector<const Unit*> compute;
   for (const auto* u : units)
     if (!is_layout_type(u->type)) compute.push_back(u);
@@ -211,7 +263,8 @@ void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const 
     k.kind = KernelKind::layout;
     return;
   }
-  describe_compute(compute.front()->type, graph[static_cast<size_t>(compute.front()->anchor)], join_types(compute), k);
+  describe_compute(compute.front()->type, graph[static_cast<size_t>(compute.front()->anchor)], join_types(compute), batch,
+                   k);
   if (k.kind == KernelKind::unsupported || k.kind == KernelKind::layout) return;
   for (const auto& [key, value] : k.config.items())
     if (value.get<int64_t>() < 1) return unsupported(k, fmt::format("empty tensor ({} = {})", key, value.get<int64_t>()));

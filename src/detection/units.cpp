@@ -57,10 +57,12 @@ bool reduces_hw(const IrNode& n) {
   return axes == std::vector<int64_t>{2, 3};
 }
 
+// A product with a constant weight is a layer: fc on [N, C], linear on token tensors [N, ..., C] (ours); a
+// product of two activations is a matmul (attention's Q·Kᵀ and A·V).
 std::string fc_type(const IrNode& n) {
-  const bool constant_weight = n.attr.contains("weight_shape");
+  if (!n.attr.contains("weight_shape")) return "matmul";
   const bool matrix = !n.input_shapes.empty() && n.input_shapes[0].size() == 2;
-  return constant_weight && matrix ? "fc" : "matmul";
+  return matrix ? "fc" : "linear";
 }
 
 std::string lower(std::string s) {
@@ -77,7 +79,8 @@ std::string canonical_type(const IrNode& n) {
       {"MaxPool", "maxpool"},         {"AveragePool", "avgpool"},     {"Concat", "concat"},
       {"Split", "split"},             {"Reshape", "reshape"},         {"Squeeze", "reshape"},
       {"Unsqueeze", "reshape"},       {"Flatten", "flatten"},         {"Add", "add"},
-      {"HardSwish", "hswish"},        {"HardSigmoid", "hardsigmoid"}, {"Sigmoid", "sigmoid"}};
+      {"HardSwish", "hswish"},        {"HardSigmoid", "hardsigmoid"}, {"Sigmoid", "sigmoid"},
+      {"LayerNormalization", "layernorm"}};
   const std::string& op = n.type;
   if (op == "Conv") return conv_type(n);
   if (op == "Clip") return clip_type(n);
@@ -117,6 +120,11 @@ class UnitFinder {
   explicit UnitFinder(const std::vector<DetNode>& g) : g_(g), unit_of_(g.size(), -1) {}
 
   std::vector<Unit> run() {
+    for (int i = 0; i < size(); ++i) {
+      match_layer_norm(i);
+      match_gelu(i);
+      match_linear_bias(i);
+    }
     for (int i = 0; i < size(); ++i) {
       match_hswish(i);
       match_swish(i);
@@ -225,6 +233,72 @@ class UnitFinder {
       add_unit("swish", {s, m}, s);
       return;
     }
+  }
+
+  // The only consumer of `i` when it has type `t` and is free, else -1.
+  int next_of_type(int i, const char* t) const {
+    if (!single_consumer(i)) return -1;
+    const int c = at(i).out[0];
+    return type(c) == t && free(c) ? c : -1;
+  }
+  // A one-input node (its other operand a constant) of type `t` holding the scalar `v`.
+  bool scalar_op(int i, const char* t, double v) const {
+    return i >= 0 && type(i) == t && at(i).in.size() == 1 && constant_is(i, v) &&
+           (type(i) != "div" || constant_position(i) == 1);
+  }
+
+  // LayerNorm as torch.onnx.export writes it before opset 17: ReduceMean(x) → Sub(x, mean) → Pow 2 →
+  // ReduceMean → Add ε → Sqrt → Div(x − mean, ·), then Mul γ and Add β when affine.
+  void match_layer_norm(int mean) {
+    if (!free(mean) || type(mean) != "reducemean") return;
+    const int x = sole_input(mean), sub = next_of_type(mean, "sub");
+    if (x < 0 || sub < 0 || at(sub).in != std::vector<int>{x, mean} || at(sub).out.size() != 2) return;
+    const int pow = type(at(sub).out[0]) == "pow" ? at(sub).out[0] : at(sub).out[1];
+    const int div = pow == at(sub).out[0] ? at(sub).out[1] : at(sub).out[0];
+    if (!scalar_op(pow, "pow", 2.0) || !single_consumer(pow) || !free(pow) || type(div) != "div" || !free(div)) return;
+    const int var = next_of_type(pow, "reducemean");
+    const int eps = var < 0 ? -1 : next_of_type(var, "add");
+    const int sqrt = eps < 0 || at(eps).in.size() != 1 ? -1 : next_of_type(eps, "sqrt");
+    if (sqrt < 0 || at(div).in != std::vector<int>{sub, sqrt} || !single_consumer(sqrt)) return;
+    std::vector<int> nodes = {mean, sub, pow, var, eps, sqrt, div};
+    for (const char* affine : {"mul", "add"}) {
+      const int a = next_of_type(nodes.back(), affine);
+      if (a < 0 || at(a).in.size() != 1) break;
+      nodes.push_back(a);
+    }
+    add_unit("layernorm", nodes, mean);
+  }
+
+  // GELU as PyTorch exports nn.GELU: Div(x, √2) (or Mul by 1/√2) → Erf → Add 1 → Mul by x → Mul by 0.5; or
+  // with x · 0.5 first, as BERT's code writes it: Mul(x, 0.5) · (1 + Erf(x / √2)).
+  void match_gelu(int erf) {
+    if (!free(erf) || type(erf) != "erf") return;
+    const int scale = sole_input(erf);
+    if (scale < 0 || !single_consumer(scale) || !free(scale) ||
+        !(scalar_op(scale, "div", std::sqrt(2.0)) || scalar_op(scale, "mul", std::sqrt(0.5))))
+      return;
+    const int x = sole_input(scale), one = next_of_type(erf, "add");
+    if (!scalar_op(one, "add", 1.0)) return;
+    const int mul = next_of_type(one, "mul");
+    if (mul < 0 || at(mul).in.size() != 2) return;
+    const int other = at(mul).in[0] == one ? at(mul).in[1] : at(mul).in[0];
+    if (other == x) {
+      const int half = next_of_type(mul, "mul");
+      if (scalar_op(half, "mul", 0.5)) add_unit("gelu", {scale, erf, one, mul, half}, scale);
+    } else if (scalar_op(other, "mul", 0.5) && sole_input(other) == x && single_consumer(other) && free(other)) {
+      add_unit("gelu", {scale, erf, one, other, mul}, scale);
+    }
+  }
+
+  // nn.Linear on tokens as exported: MatMul by a constant weight, then Add of a constant bias. (Gemm holds its
+  // bias itself.)
+  void match_linear_bias(int add) {
+    if (!free(add) || type(add) != "add" || at(add).in.size() != 1) return;
+    const int mm = sole_input(add);
+    if (mm < 0 || !free(mm) || !single_consumer(mm) || at(mm).ir->type != "MatMul" ||
+        (type(mm) != "linear" && type(mm) != "fc"))
+      return;
+    add_unit(type(mm), {mm, add}, mm);
   }
 
   bool all_free(const std::vector<int>& nodes) const {

@@ -22,7 +22,8 @@ std::vector<OpSpec> all_specs() {
   static const std::vector<std::string> kOrder = {"conv",   "dwconv", "convtrans", "bn",      "globalavgpool", "maxpool",
                                                   "avgpool", "se",    "fc",        "relu",    "relu6",         "sigmoid",
                                                   "hswish", "reshape", "add",      "concat",  "flatten",       "split",
-                                                  "swish",  "channelshuffle"};
+                                                  "swish",  "channelshuffle", "linear", "gelu", "layernorm",
+                                                  "softmax"};
   std::vector<OpSpec> specs;
   for (auto family : {conv_operator_specs, elementwise_operator_specs, pool_operator_specs, structural_operator_specs})
     for (auto& spec : family()) specs.push_back(std::move(spec));

@@ -1,6 +1,6 @@
 // bn ([C, H, W]), relu, relu6 (Clip 0..6), sigmoid, hswish (x · HardSigmoid(x), opset 13), swish (x ·
-// Sigmoid(x), SiLU as PyTorch exports it; not one of nn-Meter's) and add (two inputs of the same shape).
-// All keep the input shape.
+// Sigmoid(x), SiLU as PyTorch exports it; not one of nn-Meter's), add (two inputs of the same shape), and
+// ours for transformers: gelu, layernorm and softmax. All keep the input shape.
 #include "fusion/operators.h"
 
 namespace nnmeter::fusion {
@@ -37,6 +37,12 @@ std::vector<OpSpec> elementwise_operator_specs() {
       same_shape_spec("hswish", false, [](G& g, In x, const Shape&) { return onnx_io::hswish(g, x[0]); }),
       same_shape_spec("swish", false, [](G& g, In x, const Shape&) { return onnx_io::swish(g, x[0]); }),
       same_shape_spec("add", true, [](G& g, In x, const Shape&) { return g.node1("Add", {x[0], x[1]}); }),
+      // Ours, over the last axis as transformers apply them to tokens (onnx_io/builder.h).
+      same_shape_spec("gelu", false, [](G& g, In x, const Shape&) { return onnx_io::gelu(g, x[0]); }),
+      same_shape_spec("layernorm", false,
+                      [](G& g, In x, const Shape& in) { return onnx_io::layer_norm(g, x[0], in.back()); }),
+      same_shape_spec("softmax", false,
+                      [](G& g, In x, const Shape&) { return g.node1("Softmax", {x[0]}, {onnx_io::attr_int("axis", -1)}); }),
   };
 }
 

@@ -1,5 +1,6 @@
-// The builtin fusion-rule operators (nn-Meter's 18, then swish and channelshuffle): each is a shape rule and an ONNX body, emitted with
-// the same GraphBuilder idioms as the builtin kernels so every backend that runs the kernels runs them.
+// The builtin fusion-rule operators (nn-Meter's 18, then ours: swish, channelshuffle, linear, gelu, layernorm,
+// softmax): each is a shape rule and an ONNX body, emitted with the same GraphBuilder idioms as the builtin
+// kernels so every backend that runs the kernels runs them.
 // Shapes are without batch: [C, H, W] for 3-D operators, [N] (or any rank) for the rest.
 #pragma once
 
@@ -31,8 +32,9 @@ struct OpSpec {
 
 std::vector<OpSpec> conv_operator_specs();         // conv, dwconv, convtrans
 std::vector<OpSpec> pool_operator_specs();         // globalavgpool, maxpool, avgpool
-std::vector<OpSpec> elementwise_operator_specs();  // bn, relu, relu6, sigmoid, hswish, swish, add
-std::vector<OpSpec> structural_operator_specs();   // se, fc, reshape, concat, flatten, split, channelshuffle
+// bn, relu, relu6, sigmoid, hswish, swish, add, gelu, layernorm, softmax
+std::vector<OpSpec> elementwise_operator_specs();
+std::vector<OpSpec> structural_operator_specs();   // se, fc, reshape, concat, flatten, split, channelshuffle, linear
 
 // A builtin operator configured from ruletest_config; Error for an unknown name.
 std::unique_ptr<Operator> create_builtin_operator(const std::string& name, const Json& ruletest_config);

@@ -1,4 +1,4 @@
-// se, fc, reshape, concat, flatten and split.
+// se, fc, reshape, concat, flatten, split, channelshuffle and linear.
 //
 // fc takes nn-Meter's 1-D input ([N] → [COUT], Gemm) and, after a reshape, any rank (Dense on the last
 // axis: MatMul + Add, as PyTorch exports Linear). reshape reinterprets the data without moving it:
@@ -61,6 +61,26 @@ OpSpec fc_spec() {
     }
     const std::string w = g.he_weight("fc_weight", {k, p.cout}, k);
     return std::vector<std::string>{g.node1("Add", {g.node1("MatMul", {x.at(0), w}), b})};
+  };
+  return spec;
+}
+
+// Ours: nn.Linear on token tensors, any rank of at least 2 (MatMul + Add on the last axis, as exported); the
+// detection calls the same layer linear (fc stays nn-Meter's 1-D Gemm).
+OpSpec linear_spec() {
+  OpSpec spec;
+  spec.name = "linear";
+  spec.shape = [](const OpParams& p, const Shape& in) {
+    if (in.size() < 2)
+      throw Error(fmt::format("operator 'linear' needs a token tensor [T, C] or more axes, got rank {}; use fc for a "
+                              "1-D input",
+                              in.size()));
+    Shape out = in;
+    out.back() = p.cout;
+    return out;
+  };
+  spec.body = [](onnx_io::GraphBuilder& g, const std::vector<std::string>& x, const OpParams& p, const Shape& in, int64_t) {
+    return std::vector<std::string>{onnx_io::linear(g, x.at(0), in.back(), p.cout)};
   };
   return spec;
 }
@@ -156,7 +176,8 @@ OpSpec channelshuffle_spec() {
 }  // namespace
 
 std::vector<OpSpec> structural_operator_specs() {
-  return {se_spec(), fc_spec(), reshape_spec(), concat_spec(), flatten_spec(), split_spec(), channelshuffle_spec()};
+  return {se_spec(),   fc_spec(),          reshape_spec(), concat_spec(), flatten_spec(),
+          split_spec(), channelshuffle_spec(), linear_spec()};
 }
 
 }  // namespace nnmeter::fusion

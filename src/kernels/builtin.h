@@ -13,7 +13,10 @@
 namespace nnmeter::kernels {
 
 // The sampler/parser family a kernel belongs to (nn-Meter's sampler classes).
-enum class Family { Conv, DwConv, Pooling, Fc, Concat, CinEven, HwCin, GlobalAvgPool };
+enum class Family { Conv, DwConv, Pooling, Fc, Concat, CinEven, HwCin, GlobalAvgPool,
+                    // Ours, for transformers: [T, CIN] token tensors, nn.Linear on them, and a batched MatMul of
+                    // two activations (attention's Q·Kᵀ and A·V).
+                    Tokens, Linear, MatMul };
 
 struct BuiltinKernelSpec {
   std::string name;
@@ -30,6 +33,7 @@ std::vector<BuiltinKernelSpec> swish_conv_kernel_specs();   // conv-bn-swish, dw
 std::vector<BuiltinKernelSpec> pool_kernel_specs();         // maxpool, avgpool, global-avgpool
 std::vector<BuiltinKernelSpec> structural_kernel_specs();   // fc, concat, split, channelshuffle, se
 std::vector<BuiltinKernelSpec> elementwise_kernel_specs();  // bnrelu, bn, hswish, swish, relu, addrelu, add
+std::vector<BuiltinKernelSpec> transformer_kernel_specs();  // layernorm, gelu, softmax, linear, linear-gelu, matmul
 
 // Every builtin kernel: nn-Meter's 30 in its listing order, then ours.
 std::vector<BuiltinKernelSpec> builtin_kernel_specs();

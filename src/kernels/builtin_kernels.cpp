@@ -55,6 +55,8 @@ std::vector<BuiltinKernelSpec> builtin_kernel_specs() {
   // Ours, after nn-Meter's 30 so its listing stays as it was.
   auto swish = swish_conv_kernel_specs();  // conv-bn-swish, dwconv-bn-swish
   all.insert(all.end(), swish.begin(), swish.end());
+  auto transformer = transformer_kernel_specs();
+  all.insert(all.end(), transformer.begin(), transformer.end());
   return all;
 }
 

@@ -44,6 +44,10 @@ int64_t channels(const KernelConfig& c, const std::string& kernel, const std::st
   return get_int(c, kernel, key, 1, kMaxChannels);
 }
 
+int64_t tokens(const KernelConfig& c, const std::string& kernel, const std::string& key) {
+  return get_int(c, kernel, key, 1, kMaxTokens);
+}
+
 int64_t kernel_size(const KernelConfig& c, const std::string& kernel, int64_t hw_value) {
   int64_t k = get_int(c, kernel, "KERNEL_SIZE", 1, kMaxKernelSize);
   if (k > hw_value + 2 * kMaxSamePadPerSide)

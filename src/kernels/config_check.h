@@ -20,6 +20,9 @@ inline constexpr int64_t kMaxKernelSize = 31;
 inline constexpr int64_t kMaxStride = 8;
 inline constexpr int64_t kMaxSamePadPerSide = 3;
 inline constexpr int64_t kMaxBatch = 4096;
+// Token counts, and the matrix dimensions of a batched matmul: a 384² Swin's first stage has 9,216 tokens,
+// a long-sequence encoder 4,096; sixteen times that still leaves room.
+inline constexpr int64_t kMaxTokens = 65536;
 // One float32 tensor (input, output or weight) may hold at most 2^28 elements (1 GiB).
 inline constexpr int64_t kMaxTensorElements = int64_t{1} << 28;
 
@@ -32,6 +35,8 @@ std::optional<int64_t> get_optional_int(const KernelConfig& config, const std::s
 
 int64_t hw(const KernelConfig& c, const std::string& kernel);
 int64_t channels(const KernelConfig& c, const std::string& kernel, const std::string& key);
+// T, and a batched matmul's B, M, K and N.
+int64_t tokens(const KernelConfig& c, const std::string& kernel, const std::string& key);
 // KERNEL_SIZE, checked against HW with the padding rule above.
 int64_t kernel_size(const KernelConfig& c, const std::string& kernel, int64_t hw);
 int64_t stride(const KernelConfig& c, const std::string& kernel, const std::string& key);

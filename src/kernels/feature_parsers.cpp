@@ -11,7 +11,21 @@ namespace nnmeter::kernels {
 
 namespace {
 
-enum class Extra { None, Conv, DwConv, Fc };
+enum class Extra { None, Conv, DwConv, Fc, Tokens, Linear, MatMul };
+
+// How many values the extra features add after the needed configs.
+size_t extra_count(Extra e) {
+  switch (e) {
+    case Extra::None: return 0;
+    case Extra::Tokens: return 1;
+    case Extra::Conv:
+    case Extra::DwConv:
+    case Extra::Fc:
+    case Extra::Linear:
+    case Extra::MatMul: return 2;
+  }
+  return 0;
+}
 
 class BuiltinParser : public FeatureParser {
  public:
@@ -35,8 +49,23 @@ class BuiltinParser : public FeatureParser {
       feature.push_back(static_cast<double>(check::get_int(c, kernel_, key, lo, std::numeric_limits<int64_t>::max())));
     }
     if (extra_ == Extra::None) return feature;
+    // Ours: the token kernels' size, and the work and bytes of a matmul of two activations.
+    if (extra_ == Extra::Tokens) {
+      feature.push_back(feature[0] * feature[1] / 1e6);
+      return feature;
+    }
+    if (extra_ == Extra::MatMul) {
+      const double b = feature[0], m = feature[1], k = feature[2], n = feature[3];
+      feature.push_back(2 * b * m * k * n / 2e6);
+      feature.push_back(b * (m * k + k * n + m * n) / 1e6);
+      return feature;
+    }
     double flops = 0, params = 0;
-    if (extra_ == Extra::Fc) {
+    if (extra_ == Extra::Linear) {
+      const double t = feature[0], cin = feature[1], cout = feature[2];
+      params = (cin + 1) * cout;
+      flops = 2 * t * cin * cout;
+    } else if (extra_ == Extra::Fc) {
       const double cin = feature[0], cout = feature[1];
       params = flops = (2 * cin + 1) * cout;
     } else {
@@ -51,7 +80,7 @@ class BuiltinParser : public FeatureParser {
   }
 
   KernelConfig get_config_by_feature(const std::vector<double>& feature) const override {
-    const size_t extra = extra_ == Extra::None ? 0 : 2;
+    const size_t extra = extra_count(extra_);
     if (feature.size() != needed_.size() + extra)
       throw Error("kernel '" + kernel_ + "' feature vector has " + std::to_string(feature.size()) + " values, expected " +
                   std::to_string(needed_.size() + extra));
@@ -78,8 +107,8 @@ class BuiltinParser : public FeatureParser {
     if (!config.is_object()) throw Error("kernel '" + kernel_ + "' config must be a JSON object, got " + config.dump());
     KernelConfig c = config;
     bool wants_cout = std::find(needed_.begin(), needed_.end(), "COUT") != needed_.end();
-    if (wants_cout && !c.contains("COUT") && c.contains("CIN") && kernel_ != "fc" && extra_ != Extra::Conv)
-      c["COUT"] = c["CIN"];
+    const bool own_cout = extra_ == Extra::Fc || extra_ == Extra::Linear || extra_ == Extra::Conv;
+    if (wants_cout && !own_cout && !c.contains("COUT") && c.contains("CIN")) c["COUT"] = c["CIN"];
     bool wants_pool_strides = std::find(needed_.begin(), needed_.end(), "POOL_STRIDES") != needed_.end();
     if (wants_pool_strides && !c.contains("POOL_STRIDES") && c.contains("STRIDES")) c["POOL_STRIDES"] = c["STRIDES"];
     return c;
@@ -105,6 +134,12 @@ std::unique_ptr<FeatureParser> make_parser(const std::string& kernel_name, Famil
     case Family::Concat:
       return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN1", "CIN2", "CIN3", "CIN4"},
                                              Extra::None);
+    case Family::Tokens:
+      return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"T", "CIN"}, Extra::Tokens);
+    case Family::Linear:
+      return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"T", "CIN", "COUT"}, Extra::Linear);
+    case Family::MatMul:
+      return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"B", "M", "K", "N"}, Extra::MatMul);
     case Family::CinEven:
     case Family::GlobalAvgPool:
     case Family::HwCin:

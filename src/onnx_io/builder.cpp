@@ -232,4 +232,28 @@ std::string swish(GraphBuilder& g, const std::string& x) {
   return g.node1("Mul", {x, gate});
 }
 
+std::string layer_norm(GraphBuilder& g, const std::string& x, int64_t channels) {
+  const auto last = attr_ints("axes", {-1});
+  std::string mean = g.node1("ReduceMean", {x}, {last});
+  std::string centred = g.node1("Sub", {x, mean});
+  std::string squared = g.node1("Pow", {centred, g.float_const("ln_two", {}, {2.0f})});
+  std::string var = g.node1("ReduceMean", {squared}, {last});
+  // PyTorch's nn.LayerNorm default epsilon.
+  std::string std_dev = g.node1("Sqrt", {g.node1("Add", {var, g.float_const("ln_eps", {}, {1e-5f})})});
+  std::string y = g.node1("Div", {centred, std_dev});
+  y = g.node1("Mul", {y, g.random_weight("ln_gamma", {channels}, 0.5f, 1.5f)});
+  return g.node1("Add", {y, g.random_weight("ln_beta", {channels}, -0.1f, 0.1f)});
+}
+
+std::string gelu(GraphBuilder& g, const std::string& x) {
+  std::string e = g.node1("Erf", {g.node1("Div", {x, g.float_const("gelu_sqrt2", {}, {1.4142135f})})});
+  std::string y = g.node1("Mul", {x, g.node1("Add", {e, g.float_const("gelu_one", {}, {1.0f})})});
+  return g.node1("Mul", {y, g.float_const("gelu_half", {}, {0.5f})});
+}
+
+std::string linear(GraphBuilder& g, const std::string& x, int64_t cin, int64_t cout) {
+  std::string y = g.node1("MatMul", {x, g.he_weight("linear_weight", {cin, cout}, cin)});
+  return g.node1("Add", {y, g.random_weight("linear_bias", {cout}, -0.1f, 0.1f)});
+}
+
 }  // namespace nnmeter::onnx_io

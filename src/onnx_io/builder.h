@@ -79,4 +79,13 @@ std::string relu6(GraphBuilder& g, const std::string& x);
 std::string hswish(GraphBuilder& g, const std::string& x);
 std::string swish(GraphBuilder& g, const std::string& x);
 
+// Transformer blocks on token tensors [..., C], written as torch.onnx.export writes them at opset 13, so the
+// builtin kernels and the rule tester's operators meet the graphs users' exports hold.
+// LayerNorm over the last axis: ReduceMean → Sub → Pow 2 → ReduceMean → Add ε → Sqrt → Div → Mul γ → Add β.
+std::string layer_norm(GraphBuilder& g, const std::string& x, int64_t channels);
+// GELU, erf form: x · (1 + Erf(x / √2)) · 0.5 (Div, Erf, Add, Mul, Mul).
+std::string gelu(GraphBuilder& g, const std::string& x);
+// nn.Linear on tokens: MatMul by a [cin, cout] weight, then Add of a [cout] bias.
+std::string linear(GraphBuilder& g, const std::string& x, int64_t cin, int64_t cout);
+
 }  // namespace nnmeter::onnx_io

@@ -146,6 +146,9 @@ class BuiltinSampler : public ConfigSampler {
         for (auto& c : configs) c["CIN"] = make_even(c["CIN"].get<int64_t>());
         return configs;
       }
+      case Family::Tokens: return tokens_prior(n, rng);
+      case Family::Linear: return linear_prior(n, rng);
+      case Family::MatMul: return matmul_prior(n, rng);
       case Family::GlobalAvgPool: {
         auto configs = hwcin_prior(n, rng, align_rng);
         std::vector<int64_t> hws(static_cast<size_t>(n / 2 + 1), 3);
@@ -256,6 +259,71 @@ class BuiltinSampler : public ConfigSampler {
     return out;
   }
 
+  // Ours: the transformer kernels, from the layers of real transformers (data/prior_config_lib/tokens.csv and
+  // attention.csv). Every other sample is a real layer as it is; the rest draw each column on its own as
+  // nn-Meter draws the CNN columns, which fills the sizes between the real ones (a NAS space's widths and
+  // sequence lengths). Real layers are few and exact; a histogram of 40 bins blurs the small values most
+  // transformers have (49-token windows, 197-token ViTs).
+  template <typename Make>
+  std::vector<KernelConfig> real_or_drawn(int n, const std::string& file, const std::vector<std::string>& columns,
+                                          Rng& rng, Make make) const {
+    const PriorTable t = table(file, columns);
+    std::vector<std::vector<int64_t>> drawn;
+    for (const auto& c : columns) drawn.push_back(sample_from_distribution(t.column(c), n, rng));
+    std::vector<KernelConfig> out;
+    std::vector<int64_t> v(columns.size());
+    for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
+      const size_t row = i % 2 == 0 ? rng.below(t.rows()) : SIZE_MAX;
+      for (size_t k = 0; k < columns.size(); ++k)
+        v[k] = row == SIZE_MAX ? drawn[k][i] : static_cast<int64_t>(t.column(columns[k])[row]);
+      out.push_back(make(v, rng));
+    }
+    return out;
+  }
+
+  static int64_t clamp_tokens(int64_t t) { return std::clamp<int64_t>(t, 1, kernels::check::kMaxTokens); }
+  // Column draws are independent, so their product can far exceed any real layer: the largest real tensor here
+  // is Swin-B's window scores at 384 (64 windows · 4 heads · 144², 5.3 M elements). A sample's count of rows
+  // (T, or B) shrinks until its largest tensor holds at most 2^23 elements (32 MB).
+  static int64_t rows_within(int64_t rows, int64_t per_row) {
+    constexpr int64_t kMaxSampledElements = int64_t{1} << 23;
+    return std::clamp<int64_t>(kMaxSampledElements / std::max<int64_t>(per_row, 1), 1, clamp_tokens(rows));
+  }
+
+  // layernorm and gelu: a block's token tensor (gelu at the MLP's width); softmax: attention's scores, a row
+  // per query of every head of every sequence, over the sequence's keys.
+  std::vector<KernelConfig> tokens_prior(int n, Rng& rng) const {
+    if (kernel_ == "softmax")
+      return real_or_drawn(n, "attention.csv", {"sequences", "heads", "tokens"}, rng, [](const auto& v, Rng&) {
+        return KernelConfig{{"T", rows_within(v[0] * v[1] * v[2], v[2])}, {"CIN", v[2]}};
+      });
+    const char* width = kernel_ == "gelu" ? "hidden" : "channels";
+    return real_or_drawn(n, "tokens.csv", {"tokens", width}, rng,
+                         [](const auto& v, Rng&) { return KernelConfig{{"T", rows_within(v[0], v[1])}, {"CIN", v[1]}}; });
+  }
+
+  // A block's Linear layers: QKV (C → 3C), the attention projection (C → C) and the MLP's two (C → hidden →
+  // C); linear-gelu is the MLP's first with its GELU.
+  std::vector<KernelConfig> linear_prior(int n, Rng& rng) const {
+    const bool mlp_in = kernel_ == "linear-gelu";
+    return real_or_drawn(n, "tokens.csv", {"tokens", "channels", "hidden"}, rng, [mlp_in](const auto& v, Rng& r) {
+      // Drawn columns can give an MLP narrower than its block; real MLPs are 2 or 4 times as wide.
+      const int64_t c = v[1], h = v[2] >= c ? v[2] : c * (r.below(2) == 0 ? 2 : 4);
+      const std::pair<int64_t, int64_t> shapes[] = {{c, h}, {c, 3 * c}, {c, c}, {h, c}};
+      const auto& [cin, cout] = shapes[mlp_in ? 0 : r.below(4)];
+      return KernelConfig{{"T", rows_within(v[0], std::max(cin, cout))}, {"CIN", cin}, {"COUT", cout}};
+    });
+  }
+
+  // Attention's two matmuls per head: Q·Kᵀ ([T, d] × [d, T]) and A·V ([T, T] × [T, d]).
+  std::vector<KernelConfig> matmul_prior(int n, Rng& rng) const {
+    return real_or_drawn(n, "attention.csv", {"sequences", "heads", "tokens", "head_dim"}, rng, [](const auto& v, Rng& r) {
+      const int64_t t = v[2], d = v[3];
+      const bool scores = r.below(2) == 0;
+      return KernelConfig{{"B", rows_within(v[0] * v[1], t * std::max(t, d))}, {"M", t}, {"K", scores ? d : t}, {"N", scores ? t : d}};
+    });
+  }
+
   // ALIGNED_CHANNELS: a share of the column-wise samples get all their channel counts rounded to multiples of
   // 8, as real networks have them. Engines block channels by their vector width, so aligned channels run
   // faster per FLOP than the random ones column-wise draws give, and the predictors learnt from random
@@ -345,6 +413,7 @@ class BuiltinSampler : public ConfigSampler {
     if (name == "HW") hi = kernels::check::kMaxHw;
     if (name == "KERNEL_SIZE") hi = kernels::check::kMaxKernelSize;
     if (name == "STRIDES" || name == "POOL_STRIDES") hi = kernels::check::kMaxStride;
+    if (name == "T" || name == "B" || name == "M" || name == "K" || name == "N") hi = kernels::check::kMaxTokens;
     return kernels::check::get_int(c, kernel_, name, lo, hi);
   }
 
@@ -355,21 +424,32 @@ class BuiltinSampler : public ConfigSampler {
       auto [lo, hi] = finegrained_range(key(cfg, name));
       return sample_in_range(lo, hi, m, rng);
     };
+    // `base` with two of its values drawn together around the config's.
+    auto vary_two = [&](const KernelConfig& base, const char* a, const char* b) {
+      const auto as = channel(a), bs = channel(b);
+      for (size_t i = 0; i < std::min(as.size(), bs.size()); ++i) {
+        KernelConfig c = base;
+        c[a] = as[i];
+        c[b] = bs[i];
+        out.push_back(std::move(c));
+      }
+      return out;
+    };
     switch (family_) {
+      case Family::MatMul: {
+        // The heads and the queries stay; the widths either side of the product change.
+        KernelConfig base = cfg;
+        for (const char* k : {"B", "M"}) base[k] = key(cfg, k);
+        return vary_two(base, "K", "N");
+      }
       case Family::Conv:
+      case Family::Linear:
       case Family::Fc: {
         KernelConfig base = cfg;
+        if (family_ == Family::Linear) base["T"] = key(cfg, "T");
         if (family_ == Family::Conv)
           for (const char* k : {"HW", "KERNEL_SIZE", "STRIDES"}) base[k] = key(cfg, k);
-        auto cins = channel("CIN");
-        auto couts = channel("COUT");
-        for (size_t i = 0; i < std::min(cins.size(), couts.size()); ++i) {
-          KernelConfig c = base;
-          c["CIN"] = cins[i];
-          c["COUT"] = couts[i];
-          out.push_back(std::move(c));
-        }
-        return out;
+        return vary_two(base, "CIN", "COUT");
       }
       case Family::Concat: {
         std::vector<std::vector<int64_t>> lists(4);
@@ -394,9 +474,13 @@ class BuiltinSampler : public ConfigSampler {
       case Family::Pooling:
       case Family::HwCin:
       case Family::CinEven:
+      case Family::Tokens:
       case Family::GlobalAvgPool: {
         KernelConfig base = cfg;
-        base["HW"] = key(cfg, "HW");
+        if (family_ == Family::Tokens)
+          base["T"] = key(cfg, "T");
+        else
+          base["HW"] = key(cfg, "HW");
         if (family_ == Family::DwConv) {
           for (const char* k : {"KERNEL_SIZE", "STRIDES"}) base[k] = key(cfg, k);
           base.erase("COUT");  // depthwise: COUT follows CIN

@@ -215,11 +215,12 @@ BASIC_TESTCASES:
   - reshape_relu
   - reshape_reshape
   - se_relu
-  # Not nn-Meter's: SiLU after convs (EfficientNet, most NAS spaces), and ShuffleNet's concat → channel
-  # shuffle → split, a chain an engine may run as one kernel.
+  # Not nn-Meter's: SiLU after convs (EfficientNet, most NAS spaces), ShuffleNet's concat → channel
+  # shuffle → split, a chain an engine may run as one kernel, and a transformer MLP's Linear → GELU.
   - conv_swish
   - dwconv_swish
   - concat_channelshuffle_split
+  - linear_gelu
 OTHER_TESTCASES:
   - MON
 LAYERS_1D:

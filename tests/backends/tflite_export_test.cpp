@@ -76,10 +76,19 @@ TEST_P(TfliteExportKernels, ArmNnRunsItLikeTheReference) {
   KernelInfo info;
   for (auto& k : builtin_kernels())
     if (k.name == GetParam()) info = k;
+  // Arm NN 20.08's FULLY_CONNECTED ignores keep_num_dims, so it cannot read a Linear on tokens; XNNPACK runs
+  // the same file like the reference (xnnpack_test.cpp).
+  if (GetParam() == "linear") GTEST_SKIP() << "Arm NN 20.08 does not read FULLY_CONNECTED's keep_num_dims";
   const auto suite = info.create(Json::object());
   for (const auto& config : suite.sampler->prior_config_sampling(2, 5)) {
     onnx::ModelProto model;
     ASSERT_TRUE(model.ParseFromString(suite.kernel->build_onnx(test::shrunk(config, 12, 16), 1)));
+    if (const auto it = test::kernels_without_tflite_export().find(GetParam()); it != test::kernels_without_tflite_export().end()) {
+      const std::string msg = test::error_of([&] { export_tflite(model, GetParam() + ".onnx", "tflite_cpu"); });
+      EXPECT_NE(msg.find(it->second), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+      continue;
+    }
     expect_export_matches(model, GetParam() + " " + test::shrunk(config, 12, 16).dump());
   }
 }

@@ -1,7 +1,10 @@
 // Kernel detection on small hand-built graphs: pairwise fusion by the root's type, BF chains, MON, the
 // multi-op units of real exports, and the kernel configs the builder's parsers read.
+#include <cmath>
+
 #include "prediction/onnx_model.h"
 #include "networks/architectures.h"
+#include "onnx_io/builder.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter {
@@ -215,12 +218,15 @@ TEST(Detection, LayoutAndUnknownOps) {
   LayerBuilder b("misc");
   const auto x = b.input("x", {1, 8, 4, 4});
   const auto t = b.node("Transpose", {b.relu(x)}, {1, 4, 4, 8}, {networks::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
-  b.output(b.flatten(t));
+  const auto d = b.node("DepthToSpace", {t}, {1, 1, 8, 16}, {networks::attr("blocksize", int64_t{2})});
+  b.output(b.flatten(d));
   const auto ks = detect(b.model(), rules({}));
-  ASSERT_EQ(ops_of(ks), (S{"relu", "transpose", "flatten"}));
-  EXPECT_EQ(ks[1].kind, KernelKind::unsupported);
-  EXPECT_NE(ks[1].reason.find("Transpose"), std::string::npos);
-  EXPECT_EQ(ks[2].kind, KernelKind::layout);
+  ASSERT_EQ(ops_of(ks), (S{"relu", "transpose", "depthtospace", "flatten"}));
+  // A transpose copies its input once, as an element-wise op writes its output.
+  EXPECT_EQ(ks[1].kind, KernelKind::elementwise);
+  EXPECT_EQ(ks[2].kind, KernelKind::unsupported);
+  EXPECT_NE(ks[2].reason.find("DepthToSpace"), std::string::npos);
+  EXPECT_EQ(ks[3].kind, KernelKind::layout);
 }
 
 // A Pad of zeros (DenseNet's AvgPool as exported) copies nothing; a Pad that grows the tensor is one pass over
@@ -319,6 +325,80 @@ TEST(Detection, ConvsWithoutBnKeepTheirActivationsKernel) {
   EXPECT_EQ(kernel_with_op(ks, "conv-sigmoid").kernel, "conv-sigmoid");
 }
 
+// A ViT encoder block as torch.onnx.export writes it at opset 13 (the builder's LayerNorm, Linear and GELU are
+// the exporter's): LN → Q, K, V → heads → Q·Kᵀ → scale → softmax → A·V → merge → projection → residual → LN →
+// MLP (Linear → GELU → Linear) → residual.
+onnx::ModelProto vit_block(int64_t t, int64_t c, int64_t heads, bool bert_gelu = false) {
+  using onnx_io::attr_ints;
+  onnx_io::GraphBuilder g("vit_block", 3);
+  const int64_t d = c / heads;
+  const std::string x = g.input({1, t, c});
+  const std::string h = onnx_io::layer_norm(g, x, c);
+  auto split_heads = [&](const std::string& y, std::vector<int64_t> perm) {
+    return g.node1("Transpose", {g.node1("Reshape", {y, g.int64_const("heads", {1, t, heads, d})})}, {attr_ints("perm", perm)});
+  };
+  const std::string q = split_heads(onnx_io::linear(g, h, c, c), {0, 2, 1, 3});
+  const std::string k = split_heads(onnx_io::linear(g, h, c, c), {0, 2, 3, 1});
+  const std::string v = split_heads(onnx_io::linear(g, h, c, c), {0, 2, 1, 3});
+  std::string a = g.node1("MatMul", {q, k});
+  a = g.node1("Div", {a, g.float_const("scale", {}, {std::sqrt(static_cast<float>(d))})});
+  a = g.node1("Softmax", {a}, {onnx_io::attr_int("axis", -1)});
+  a = g.node1("Transpose", {g.node1("MatMul", {a, v})}, {attr_ints("perm", {0, 2, 1, 3})});
+  a = g.node1("Reshape", {a, g.int64_const("merge", {1, t, c})});
+  const std::string r = g.node1("Add", {x, onnx_io::linear(g, a, c, c)});
+  std::string m = onnx_io::linear(g, onnx_io::layer_norm(g, r, c), c, 4 * c);
+  if (bert_gelu) {  // x · 0.5 · (1 + erf(x / √2)), as BERT's code writes it
+    const std::string e = g.node1("Erf", {g.node1("Div", {m, g.float_const("sqrt2", {}, {1.4142135f})})});
+    m = g.node1("Mul", {g.node1("Mul", {m, g.float_const("half", {}, {0.5f})}), g.node1("Add", {e, g.float_const("one", {}, {1.0f})})});
+  } else {
+    m = onnx_io::gelu(g, m);
+  }
+  g.output(g.node1("Add", {r, onnx_io::linear(g, m, 4 * c, c)}), {1, t, c});
+  return g.finish();
+}
+
+TEST(Detection, TransformerBlocksAreCoveredByTheTransformerKernels) {
+  const auto fused = detect(vit_block(17, 32, 2), rules({"BF_linear_gelu"}));
+  EXPECT_EQ(ops_of(fused), (S{"layernorm", "linear", "reshape", "transpose", "linear", "reshape", "transpose", "linear",
+                              "reshape", "transpose", "matmul", "div", "softmax", "matmul", "transpose", "reshape", "linear",
+                              "add", "layernorm", "linear-gelu", "linear", "add"}));
+  for (const auto& k : fused) EXPECT_NE(k.kind, KernelKind::unsupported) << k.op << ": " << k.reason;
+  EXPECT_EQ(kernel_with_op(fused, "layernorm").config, (Json{{"T", 17}, {"CIN", 32}}));
+  EXPECT_EQ(kernel_with_op(fused, "layernorm").nodes.size(), 9u);  // with γ and β
+  EXPECT_EQ(kernel_with_op(fused, "linear").config, (Json{{"T", 17}, {"CIN", 32}, {"COUT", 32}}));
+  EXPECT_EQ(kernel_with_op(fused, "linear").nodes.size(), 2u);  // MatMul and its bias Add
+  const auto& mlp = kernel_with_op(fused, "linear-gelu");
+  EXPECT_EQ(mlp.kernel, "linear-gelu");
+  EXPECT_EQ(mlp.config, (Json{{"T", 17}, {"CIN", 32}, {"COUT", 128}}));
+  std::vector<Json> matmuls;
+  for (const auto& k : fused)
+    if (k.kernel == "matmul") matmuls.push_back(k.config);
+  EXPECT_EQ(matmuls, (std::vector<Json>{{{"B", 2}, {"M", 17}, {"K", 16}, {"N", 17}}, {{"B", 2}, {"M", 17}, {"K", 17}, {"N", 16}}}));
+  EXPECT_EQ(kernel_with_op(fused, "softmax").config, (Json{{"T", 34}, {"CIN", 17}}));  // a row per query of each head
+  EXPECT_EQ(kernel_with_op(fused, "transpose").kind, KernelKind::elementwise);
+
+  // Without the rule the MLP's GELU is a kernel of its own, at the MLP's width; BERT's form of it is the same unit.
+  for (const bool bert : {false, true}) {
+    const auto apart = detect(vit_block(17, 32, 2, bert), rules({}));
+    EXPECT_EQ(kernel_with_op(apart, "gelu").config, (Json{{"T", 17}, {"CIN", 128}})) << bert;
+    EXPECT_EQ(kernel_with_op(apart, "gelu").nodes.size(), 5u) << bert;
+    for (const auto& k : apart) EXPECT_NE(k.kind, KernelKind::unsupported) << k.op;
+  }
+}
+
+// LayerNormalization (opset 17) is the same kernel as the exporter's chain of seven ops before it.
+TEST(Detection, LayerNormalizationOpIsTheLayernormKernel) {
+  onnx_io::GraphBuilder g("ln17", 1, 17);
+  const std::string x = g.input({1, 49, 96});
+  g.output(g.node1("LayerNormalization", {x, g.random_weight("s", {96}, 0.5f, 1.5f), g.random_weight("b", {96}, 0.f, 0.1f)},
+                   {onnx_io::attr_int("axis", -1)}),
+           {1, 49, 96});
+  const auto ks = detect(g.finish(), rules({}));
+  ASSERT_EQ(ks.size(), 1u);
+  EXPECT_EQ(ks[0].kernel, "layernorm");
+  EXPECT_EQ(ks[0].config, (Json{{"T", 49}, {"CIN", 96}}));
+}
+
 TEST(Detection, StandInsKeepTheActivationFirst) {
   EXPECT_EQ(stand_in_kernels("conv-bn-swish"), (S{"conv-bn-swish", "conv-swish", "conv-bn-hswish", "conv-hswish", "conv-bn-relu",
                                                   "conv-bn-relu6", "conv-relu", "conv-bn", "conv-relu6", "conv-block"}));
@@ -326,6 +406,7 @@ TEST(Detection, StandInsKeepTheActivationFirst) {
   EXPECT_EQ(stand_in_kernels("conv-sigmoid").at(1), "conv-bn-relu");
   EXPECT_EQ(stand_in_kernels("bn"), (S{"bn", "bnrelu"}));
   EXPECT_EQ(stand_in_kernels("fc"), (S{"fc"}));
+  EXPECT_EQ(stand_in_kernels("linear-gelu"), (S{"linear-gelu", "linear"}));
 }
 
 TEST(FusionRules, ReadsObeyNullAndOldNames) {

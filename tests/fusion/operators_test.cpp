@@ -66,7 +66,8 @@ TEST(FusionOperators, ListsNnMetersEighteenInItsOrderThenOurs) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"conv", "dwconv", "convtrans", "bn", "globalavgpool", "maxpool", "avgpool",
                                              "se", "fc", "relu", "relu6", "sigmoid", "hswish", "reshape", "add", "concat",
-                                             "flatten", "split", "swish", "channelshuffle"}));
+                                             "flatten", "split", "swish", "channelshuffle", "linear", "gelu",
+                                             "layernorm", "softmax"}));
   std::vector<std::string> cases;
   for (const auto& info : builtin_testcases()) cases.push_back(info.name);
   EXPECT_EQ(cases, std::vector<std::string>{"MON"});
@@ -86,6 +87,9 @@ TEST(FusionOperators, ShapeRulesFollowTheConfig) {
   EXPECT_EQ(make("flatten")->output_shape({8, 9, 7}), (Shape{504}));
   EXPECT_EQ(make("swish")->output_shape({8, 9, 7}), (Shape{8, 9, 7}));
   EXPECT_EQ(make("channelshuffle")->output_shape({8, 9, 7}), (Shape{8, 9, 7}));
+  EXPECT_EQ(make("linear")->output_shape({17, 32}), (Shape{17, 12}));  // on the last axis, to COUT
+  EXPECT_EQ(make("linear")->output_shape({8, 9, 7}), (Shape{8, 9, 12}));
+  for (const char* op : {"gelu", "layernorm", "softmax"}) EXPECT_EQ(make(op)->output_shape({17, 32}), (Shape{17, 32})) << op;
   // Defaults when the config leaves a key out; STRIDES 1 keeps the spatial size.
   EXPECT_EQ(make("conv", Json::object())->output_shape({64, 28, 28}), (Shape{128, 28, 28}));
   EXPECT_TRUE(make("add")->is_two_inputs());
@@ -102,6 +106,7 @@ TEST(FusionOperators, BadInputsAreOneLineErrors) {
   EXPECT_NE(test::error_of([] { make("conv", Json{{"COUT", 0}}); }).find("ruletest_config.yaml: COUT must be an integer in [1, "),
             std::string::npos);
   EXPECT_NE(test::error_of([] { make("relu")->output_shape({4, 0}); }).find("non-positive"), std::string::npos);
+  EXPECT_NE(test::error_of([] { make("linear")->output_shape({30}); }).find("use fc for a 1-D input"), std::string::npos);
 }
 
 struct OpCase {
@@ -138,7 +143,8 @@ INSTANTIATE_TEST_SUITE_P(
                       OpCase{"sigmoid", {8, 9, 7}}, OpCase{"hswish", {8, 9, 7}}, OpCase{"reshape", {8, 9, 7}},
                       OpCase{"reshape", {30}}, OpCase{"add", {8, 9, 7}}, OpCase{"concat", {8, 9, 7}},
                       OpCase{"flatten", {8, 9, 7}}, OpCase{"split", {8, 9, 7}}, OpCase{"swish", {8, 9, 7}},
-                      OpCase{"channelshuffle", {8, 9, 7}}),
+                      OpCase{"channelshuffle", {8, 9, 7}}, OpCase{"linear", {17, 32}}, OpCase{"linear", {8, 9, 7}},
+                      OpCase{"gelu", {17, 32}}, OpCase{"layernorm", {17, 32}}, OpCase{"softmax", {17, 32}}),
     [](const ::testing::TestParamInfo<OpCase>& info) {
       return info.param.op + "_" + std::to_string(info.param.input.size()) + "d";
     });
@@ -148,13 +154,15 @@ INSTANTIATE_TEST_SUITE_P(
 TEST(FusionOperators, ChainedBlocksRunOnOnednn) {
   TempDir tmp;
   for (const auto& [a, b] : std::vector<std::pair<std::string, std::string>>{
-           {"conv", "relu"}, {"relu", "add"}, {"split", "conv"}, {"reshape", "conv"}, {"globalavgpool", "fc"}}) {
+           {"conv", "relu"}, {"relu", "add"}, {"split", "conv"}, {"reshape", "conv"}, {"globalavgpool", "fc"},
+           {"linear", "gelu"}, {"add", "layernorm"}}) {
     const auto op1 = make(a), op2 = make(b);
     const Shape in = {8, 9, 7};
     const Shape mid = op1->output_shape(in), out = op2->output_shape(mid);
     const onnx::ModelProto block = fusion::chain(test::parse_model(op1->build_onnx(in, 1)),
                                                  test::parse_model(op2->build_onnx(mid, 1)), b);
-    EXPECT_EQ(fusion::real_inputs(block.graph()).size(), 1u + (op2->is_two_inputs() ? 1u : 0u)) << a << "_" << b;
+    EXPECT_EQ(fusion::real_inputs(block.graph()).size(), (op1->is_two_inputs() ? 2u : 1u) + (op2->is_two_inputs() ? 1u : 0u))
+        << a << "_" << b;
     const auto inferred = test::checked_output_shapes(block);
     // split keeps its second half as an output; op2's output comes last.
     ASSERT_EQ(inferred.size(), a == "split" ? 2u : 1u);
@@ -187,7 +195,7 @@ TEST(FusionTestcases, DefaultConfigGeneratesModelsOnednnCompiles) {
   create_workspace(registry, tmp / "ws", WorkspaceFlavor::Builtin, "onednn_cpu");
   const Workspace ws = Workspace::load(tmp / "ws");
   const auto config = ws.ruletest();
-  ASSERT_EQ(config.basic.size(), 82u);
+  ASSERT_EQ(config.basic.size(), 83u);
   auto backend = connect_backend(registry, "onednn_cpu", Json::object());
   std::vector<std::unique_ptr<TestCase>> cases;
   for (const auto& pair : config.basic) {
@@ -210,8 +218,8 @@ TEST(FusionTestcases, DefaultConfigGeneratesModelsOnednnCompiles) {
       EXPECT_NO_THROW(backend->to_backend(m.model, tmp / "work", m.model.stem().string())) << m.model;
     }
   }
-  // 81 pairs (three models each), the chain concat → channelshuffle → split (four) and MON (five).
-  EXPECT_EQ(models, 81u * 3 + 4 + 5);
+  // 82 pairs (three models each), the chain concat → channelshuffle → split (four) and MON (five).
+  EXPECT_EQ(models, 82u * 3 + 4 + 5);
 }
 
 TEST(FusionTestcases, ChainNamesSplitIntoTwoToFourOperators) {

@@ -17,8 +17,8 @@ const std::vector<std::string> kSeedOrder = {
     "dwconv-bn-relu6", "dwconv-block", "dwconv-bn-hswish", "maxpool",      "avgpool",         "fc",
     "concat",       "split",          "channelshuffle",  "se",             "global-avgpool",  "bnrelu",
     "bn",           "hswish",         "swish",           "relu",           "addrelu",         "add",
-    // Not nn-Meter's: SiLU blocks (EfficientNet, NAS spaces).
-    "conv-bn-swish", "dwconv-bn-swish"};
+    // Not nn-Meter's: SiLU blocks (EfficientNet, NAS spaces), and transformers' kernels.
+    "conv-bn-swish", "dwconv-bn-swish", "layernorm", "gelu", "softmax", "linear", "linear-gelu", "matmul"};
 
 KernelSuite suite_for(const std::string& name, const Json& pbc = Json::object()) {
   for (auto& info : builtin_kernels())
@@ -44,6 +44,9 @@ std::vector<Shape> expected_outputs(const std::string& k, const Json& c, int64_t
     return {{b, at(c, "CIN"), o, o}};
   }
   if (k == "fc") return {{b, at(c, "COUT")}};
+  if (k == "layernorm" || k == "gelu" || k == "softmax") return {{b, at(c, "T"), at(c, "CIN")}};
+  if (k == "linear" || k == "linear-gelu") return {{b, at(c, "T"), at(c, "COUT")}};
+  if (k == "matmul") return {{b, at(c, "B"), at(c, "M"), at(c, "N")}};
   if (k == "global-avgpool") return {{b, at(c, "CIN")}};
   if (k == "concat") {
     int64_t total = 0;
@@ -66,6 +69,10 @@ std::vector<Json> edge_configs(const std::string& k) {
     return {{{"HW", 7}, {"CIN", 4}, {"KERNEL_SIZE", 3}, {"POOL_STRIDES", 2}},
             {{"HW", 2}, {"CIN", 4}, {"KERNEL_SIZE", 2}, {"STRIDES", 1}}};
   if (k == "fc") return {{{"CIN", 1}, {"COUT", 1}}, {{"CIN", 17}, {"COUT", 1000}}};
+  if (k == "layernorm" || k == "gelu" || k == "softmax") return {{{"T", 1}, {"CIN", 1}}, {{"T", 197}, {"CIN", 6}}};
+  if (k == "linear" || k == "linear-gelu")
+    return {{{"T", 1}, {"CIN", 1}, {"COUT", 1}}, {{"T", 49}, {"CIN", 6}, {"COUT", 24}}};
+  if (k == "matmul") return {{{"B", 1}, {"M", 1}, {"K", 1}, {"N", 1}}, {{"B", 3}, {"M", 5}, {"K", 4}, {"N", 2}}};
   if (k == "concat")
     return {{{"HW", 7}, {"CIN1", 1}, {"CIN2", 3}, {"CIN3", 0}, {"CIN4", 0}},
             {{"HW", 3}, {"CIN1", 2}, {"CIN2", 3}, {"CIN3", 4}, {"CIN4", 5}}};
@@ -172,6 +179,29 @@ TEST(BuiltinKernels, FixesNnMetersCompositionBugs) {
     }
 }
 
+// The transformer kernels are what torch.onnx.export writes at opset 13, so engines meet the same graphs in the
+// kernels as in users' exports.
+TEST(BuiltinKernels, TransformerKernelsAreWhatExportersWrite) {
+  using V = std::vector<std::string>;
+  const Json tokens = {{"T", 197}, {"CIN", 64}};
+  EXPECT_EQ(op_types(test::parse_model(suite_for("layernorm").kernel->build_onnx(tokens, 1))),
+            (V{"ReduceMean", "Sub", "Pow", "ReduceMean", "Add", "Sqrt", "Div", "Mul", "Add"}));
+  EXPECT_EQ(op_types(test::parse_model(suite_for("gelu").kernel->build_onnx(tokens, 1))), (V{"Div", "Erf", "Add", "Mul", "Mul"}));
+  EXPECT_EQ(op_types(test::parse_model(suite_for("softmax").kernel->build_onnx(tokens, 1))), V{"Softmax"});
+  const Json linear = {{"T", 197}, {"CIN", 64}, {"COUT", 256}};
+  auto m = test::parse_model(suite_for("linear").kernel->build_onnx(linear, 1));
+  EXPECT_EQ(op_types(m), (V{"MatMul", "Add"}));
+  ASSERT_EQ(m.graph().initializer_size(), 2);
+  EXPECT_EQ(m.graph().initializer(0).dims(0), 64);  // the weight is [CIN, COUT], as MatMul reads it
+  EXPECT_EQ(m.graph().initializer(0).dims(1), 256);
+  EXPECT_EQ(op_types(test::parse_model(suite_for("linear-gelu").kernel->build_onnx(linear, 1))),
+            (V{"MatMul", "Add", "Div", "Erf", "Add", "Mul", "Mul"}));
+  m = test::parse_model(suite_for("matmul").kernel->build_onnx({{"B", 3}, {"M", 197}, {"K", 64}, {"N", 197}}, 1));
+  EXPECT_EQ(op_types(m), V{"MatMul"});
+  EXPECT_EQ(m.graph().input_size(), 2);  // two activations, no weight
+  EXPECT_EQ(m.graph().initializer_size(), 0);
+}
+
 TEST(BuiltinKernels, SameConfigGivesByteIdenticalModels) {
   auto suite = suite_for("conv-bn-relu");
   const Json c = {{"HW", 28}, {"CIN", 8}, {"COUT", 16}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}};
@@ -223,6 +253,12 @@ TEST(BuiltinKernels, BadConfigsAreOneLineErrors) {
   expect_rejected("concat", {{"HW", 7}, {"CIN1", 4}, {"CIN2", 0}}, "CIN2 = 0");
   expect_rejected("concat", {{"HW", 7}, {"CIN1", 4}, {"CIN2", 4}, {"CIN3", 0}, {"CIN4", 2}}, "CIN3 is 0");
   expect_rejected("fc", {{"CIN", 4}}, "missing key COUT");
+  expect_rejected("layernorm", {{"CIN", 4}}, "missing key T");
+  expect_rejected("gelu", {{"T", 0}, {"CIN", 4}}, "T = 0 is out of range");
+  expect_rejected("linear", {{"T", 70000}, {"CIN", 4}, {"COUT", 4}}, "T = 70000 is out of range");
+  expect_rejected("linear", {{"T", 65536}, {"CIN", 32768}, {"COUT", 4}}, "exceed");
+  expect_rejected("matmul", {{"B", 2}, {"M", 4}, {"K", 4}}, "missing key N");
+  expect_rejected("matmul", {{"B", 65536}, {"M", 65536}, {"K", 4}, {"N", 4}}, "exceed");
   // An integral float is a valid integer (feature vectors round-trip through doubles).
   EXPECT_NO_THROW(suite_for("relu").kernel->build_onnx({{"HW", 7.0}, {"CIN", 4.0}}, 1));
 }

@@ -51,6 +51,24 @@ TEST(FeatureParsers, FcPoolingConcatAndElementwise) {
     EXPECT_EQ(parser_for(k)->needed_config(), (std::vector<std::string>{"HW", "CIN"})) << k;
 }
 
+TEST(FeatureParsers, TransformerKernelsAppendTheirSizeAndWork) {
+  auto ln = parser_for("layernorm");
+  EXPECT_EQ(ln->needed_config(), (std::vector<std::string>{"T", "CIN"}));
+  EXPECT_EQ(ln->get_feature_by_config({{"T", 197}, {"CIN", 768}}), (std::vector<double>{197, 768, 197.0 * 768 / 1e6}));
+  for (const char* k : {"gelu", "softmax"}) EXPECT_EQ(parser_for(k)->needed_config(), ln->needed_config()) << k;
+  // linear: flops 2·T·CIN·COUT, params (CIN + 1)·COUT; no COUT is implied from CIN.
+  auto linear = parser_for("linear");
+  EXPECT_EQ(linear->get_feature_by_config({{"T", 197}, {"CIN", 192}, {"COUT", 768}}),
+            (std::vector<double>{197, 192, 768, 2.0 * 197 * 192 * 768 / 2e6, 193.0 * 768 / 1e6}));
+  EXPECT_THROW(linear->get_feature_by_config({{"T", 197}, {"CIN", 192}}), Error);
+  EXPECT_EQ(parser_for("linear-gelu")->needed_config(), linear->needed_config());
+  // matmul: flops 2·B·M·K·N and the elements of its three matrices.
+  const auto f = parser_for("matmul")->get_feature_by_config({{"B", 12}, {"M", 197}, {"K", 64}, {"N", 197}});
+  EXPECT_EQ(f, (std::vector<double>{12, 197, 64, 197, 2.0 * 12 * 197 * 64 * 197 / 2e6,
+                                    12.0 * (197 * 64 + 64 * 197 + 197 * 197) / 1e6}));
+  EXPECT_EQ(parser_for("matmul")->get_config_by_feature(f), Json({{"B", 12}, {"M", 197}, {"K", 64}, {"N", 197}}));
+}
+
 // Configs with every needed key are read without filling in implied keys; both ways give the same features.
 TEST(FeatureParsers, ImpliedKeysGiveTheFeaturesOfExplicitOnes) {
   const Json dw = {{"HW", 7}, {"CIN", 10}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}};

@@ -115,12 +115,12 @@ TEST(Predict, MissingKernelsAndUnknownOpsAreReportedNotZero) {
   const auto predictor = LatencyPredictor::from_folder(folder.path);
   LayerBuilder b("gap");
   const auto x = b.relu(b.conv_batchnorm(b.input("x", {1, 8, 8, 8}), 16, 3));
-  const auto t = b.node("Transpose", {x}, {1, 8, 8, 16}, {networks::attr("perm", std::vector<int64_t>{0, 2, 3, 1})});
+  const auto t = b.node("DepthToSpace", {x}, {1, 4, 16, 16}, {networks::attr("blocksize", int64_t{2})});
   b.output(b.flatten(b.global_avgpool(t)));
   const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "gap"));
-  ASSERT_EQ(p.uncovered.size(), 3u);  // Transpose, GlobalAveragePool + Flatten
-  EXPECT_EQ(p.uncovered[0].type, "Transpose");
-  EXPECT_NE(p.uncovered[0].reason.find("no kernel covers Transpose"), std::string::npos);
+  ASSERT_EQ(p.uncovered.size(), 3u);  // DepthToSpace, GlobalAveragePool + Flatten
+  EXPECT_EQ(p.uncovered[0].type, "DepthToSpace");
+  EXPECT_NE(p.uncovered[0].reason.find("no kernel covers DepthToSpace"), std::string::npos);
   EXPECT_EQ(p.uncovered[1].type, "GlobalAveragePool");
   EXPECT_NE(p.uncovered[1].reason.find("no global-avgpool predictor"), std::string::npos);
   EXPECT_EQ(p.node_count, 6u);

@@ -139,6 +139,44 @@ TEST(PriorSampling, FamilySpecificRules) {
   for (const auto& c : concat) EXPECT_TRUE(c["CIN3"] != 0 || c["CIN4"] == 0) << c.dump();
 }
 
+// The transformer kernels: every other sample is a real layer of tokens.csv / attention.csv as it is, the rest
+// draw the columns; no tensor of a sample exceeds 2^23 elements however the draws combine.
+TEST(PriorSampling, TransformerKernelsMixRealLayersAndDrawnColumns) {
+  std::set<std::pair<int64_t, int64_t>> real_tokens;  // (tokens, channels)
+  const auto t = sampling::load_prior_table("tokens.csv", std::nullopt, {"tokens", "channels", "hidden"});
+  for (size_t r = 0; r < t.rows(); ++r)
+    real_tokens.insert({static_cast<int64_t>(t.column("tokens")[r]), static_cast<int64_t>(t.column("channels")[r])});
+  const auto ln = suite_for("layernorm").sampler->prior_config_sampling(400, 5);
+  for (size_t i = 0; i < ln.size(); i += 2)
+    EXPECT_TRUE(real_tokens.count({ln[i]["T"].get<int64_t>(), ln[i]["CIN"].get<int64_t>()})) << ln[i].dump();
+  size_t drawn_real = 0;
+  for (size_t i = 1; i < ln.size(); i += 2) drawn_real += real_tokens.count({ln[i]["T"].get<int64_t>(), ln[i]["CIN"].get<int64_t>()});
+  EXPECT_LT(drawn_real, 20u) << "column-wise draws should fill sizes between the real layers";
+
+  constexpr int64_t kMax = int64_t{1} << 23;
+  for (const char* k : {"layernorm", "gelu", "softmax"})
+    for (const auto& c : suite_for(k).sampler->prior_config_sampling(500, 9))
+      EXPECT_LE(c["T"].get<int64_t>() * c["CIN"].get<int64_t>(), kMax) << k << " " << c.dump();
+  std::set<std::string> shapes;
+  for (const auto& c : suite_for("linear").sampler->prior_config_sampling(500, 9)) {
+    const int64_t cin = c["CIN"].get<int64_t>(), cout = c["COUT"].get<int64_t>();
+    EXPECT_LE(c["T"].get<int64_t>() * std::max(cin, cout), kMax) << c.dump();
+    shapes.insert(cout == 3 * cin ? "qkv" : cout == cin ? "proj" : cout > cin ? "mlp-in" : "mlp-out");
+  }
+  EXPECT_EQ(shapes, (std::set<std::string>{"mlp-in", "mlp-out", "proj", "qkv"}));
+  for (const auto& c : suite_for("linear-gelu").sampler->prior_config_sampling(100, 9))
+    EXPECT_GT(c["COUT"].get<int64_t>(), c["CIN"].get<int64_t>()) << "the MLP's first Linear widens: " << c.dump();
+  int scores = 0;
+  for (const auto& c : suite_for("matmul").sampler->prior_config_sampling(500, 9)) {
+    const int64_t b = c["B"].get<int64_t>(), m = c["M"].get<int64_t>(), k = c["K"].get<int64_t>(), n = c["N"].get<int64_t>();
+    EXPECT_LE(b * std::max({m * k, k * n, m * n}), kMax) << c.dump();
+    EXPECT_TRUE(n == m || k == m) << "Q·Kᵀ is [T, d] × [d, T], A·V [T, T] × [T, d]: " << c.dump();
+    scores += n == m && k != m;
+  }
+  EXPECT_GT(scores, 150);
+  EXPECT_LT(scores, 350);
+}
+
 TEST(PriorSampling, SeededAndReproducible) {
   auto s = suite_for("conv-bn-relu").sampler;
   EXPECT_EQ(s->prior_config_sampling(50, 42), s->prior_config_sampling(50, 42));

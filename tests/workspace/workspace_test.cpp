@@ -32,12 +32,13 @@ TEST(Workspace, TfliteWorkspaceHasNnMeterDefaults) {
   EXPECT_EQ(ws.ruletest_config["CIN"], 4);
   EXPECT_EQ(ws.ruletest_config["COUT"], 32);
   EXPECT_EQ(ws.ruletest_config["KERNEL_SIZE"], 1);
-  // nn-Meter's 79 pairs, then ours: SiLU after convs and ShuffleNet's concat → shuffle → split chain.
+  // nn-Meter's 79 pairs, then ours: SiLU after convs, ShuffleNet's concat → shuffle → split chain and a
+  // transformer MLP's Linear → GELU.
   const Json& cases = ws.ruletest_config["BASIC_TESTCASES"];
-  ASSERT_EQ(cases.size(), 82u);
+  ASSERT_EQ(cases.size(), 83u);
   EXPECT_EQ(cases[78], "se_relu");
   EXPECT_EQ(Json(std::vector<Json>(cases.begin() + 79, cases.end())),
-            Json::array({"conv_swish", "dwconv_swish", "concat_channelshuffle_split"}));
+            Json::array({"conv_swish", "dwconv_swish", "concat_channelshuffle_split", "linear_gelu"}));
   EXPECT_EQ(ws.ruletest_config["OTHER_TESTCASES"], Json::array({"MON"}));
   EXPECT_EQ(ws.ruletest_config["LAYERS_1D"], Json::array({"fc"}));
   EXPECT_EQ(ws.predictor_build_dir(), root / "predictor_build");
