@@ -79,6 +79,20 @@ def test_transformer_exports_are_covered_by_the_transformer_kernels(tmp_path):
     assert found["vit"]["layernorm"] == 2 * 2 + 1 and found["vit"]["matmul"] == 2 * 2
 
 
+def test_both_gelu_forms_are_one_gelu_kernel(tmp_path):
+    """nn.GELU() exports an erf chain of five ops, nn.GELU(approximate='tanh') a tanh chain of nine: each is one gelu
+    kernel, or part of linear-gelu after a Linear when the backend fuses them."""
+    for approximate, ops in (("none", 5), ("tanh", 9)):
+        path = tmp_path / f"gelu_{approximate}.onnx"
+        nn_meter.torch_to_onnx(torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(approximate=approximate)),
+                               (1, 10, 16), path=path)
+        apart = [k for k in nn_meter.detect_kernels(str(path), {}) if k["kind"] == "compute"]
+        assert [k["kernel"] for k in apart] == ["linear", "gelu"], approximate
+        assert len(apart[1]["nodes"]) == ops and apart[1]["config"] == {"T": 10, "CIN": 32}, apart[1]
+        fused = [k["kernel"] for k in nn_meter.detect_kernels(str(path), RULES) if k["kind"] == "compute"]
+        assert fused == ["linear-gelu"], approximate
+
+
 def test_vit_kernel_configs_follow_the_export(tmp_path):
     """ViT at 32² with 8² patches: 16 patches and the class token, 2 heads of 16."""
     from torchvision.models.vision_transformer import VisionTransformer

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <memory_resource>
+#include <numbers>
 #include <string_view>
 #include <unordered_map>
 
@@ -123,6 +124,7 @@ class UnitFinder {
     for (int i = 0; i < size(); ++i) {
       match_layer_norm(i);
       match_gelu(i);
+      match_gelu_tanh(i);
       match_linear_bias(i);
     }
     for (int i = 0; i < size(); ++i) {
@@ -287,6 +289,33 @@ class UnitFinder {
       if (scalar_op(half, "mul", 0.5)) add_unit("gelu", {scale, erf, one, mul, half}, scale);
     } else if (scalar_op(other, "mul", 0.5) && sole_input(other) == x && single_consumer(other) && free(other)) {
       add_unit("gelu", {scale, erf, one, other, mul}, scale);
+    }
+  }
+
+  // GELU's tanh form as PyTorch exports GELU(approximate='tanh'): x·x → ·x → ·0.044715 → + x → ·√(2/π) → Tanh →
+  // + 1 → ·x → ·0.5.
+  void match_gelu_tanh(int tanh) {
+    if (!free(tanh) || type(tanh) != "tanh") return;
+    const int s = sole_input(tanh);
+    if (!scalar_op(s, "mul", std::sqrt(2.0 / std::numbers::pi)) || !single_consumer(s) || !free(s)) return;
+    const int a = sole_input(s);
+    if (a < 0 || type(a) != "add" || at(a).in.size() != 2 || !single_consumer(a) || !free(a)) return;
+    for (int side = 0; side < 2; ++side) {
+      const int k = at(a).in[static_cast<size_t>(side)], x = at(a).in[static_cast<size_t>(1 - side)];
+      if (!scalar_op(k, "mul", 0.044715) || !single_consumer(k) || !free(k)) continue;
+      const int cube = sole_input(k);
+      if (cube < 0 || type(cube) != "mul" || at(cube).in.size() != 2 || !single_consumer(cube) || !free(cube) ||
+          (at(cube).in[0] != x && at(cube).in[1] != x))
+        continue;
+      const int square = at(cube).in[0] == x ? at(cube).in[1] : at(cube).in[0];
+      if (type(square) != "mul" || at(square).in != std::vector<int>{x, x} || !single_consumer(square) || !free(square))
+        continue;
+      const int one = next_of_type(tanh, "add");
+      const int mul = scalar_op(one, "add", 1.0) ? next_of_type(one, "mul") : -1;
+      if (mul < 0 || at(mul).in.size() != 2 || (at(mul).in[0] != x && at(mul).in[1] != x)) return;
+      const int half = next_of_type(mul, "mul");
+      if (scalar_op(half, "mul", 0.5)) add_unit("gelu", {square, cube, k, a, s, tanh, one, mul, half}, square);
+      return;
     }
   }
 

@@ -386,6 +386,22 @@ TEST(Detection, TransformerBlocksAreCoveredByTheTransformerKernels) {
   }
 }
 
+// GELU(approximate='tanh') as PyTorch exports it: nine ops, one gelu kernel, its config from x.
+TEST(Detection, TanhGeluIsOneGeluUnit) {
+  LayerBuilder b("gelu_tanh");
+  const Shape xs = {1, 17, 64};
+  const auto x = b.relu(b.input("x", xs));
+  const auto cube = b.node("Mul", {x, b.node("Mul", {x, x}, xs)}, xs);
+  const auto inner = b.node("Add", {x, b.node("Mul", {scalar(b, 0.044715f), cube}, xs)}, xs);
+  const auto t = b.node("Tanh", {b.node("Mul", {scalar(b, 0.7978845608f), inner}, xs)}, xs);
+  b.output(b.node("Mul", {scalar(b, 0.5f), b.node("Mul", {x, b.node("Add", {scalar(b, 1.f), t}, xs)}, xs)}, xs));
+  const auto ks = detect(b.model(), rules({}));
+  ASSERT_EQ(ops_of(ks), (S{"relu", "gelu"}));
+  EXPECT_EQ(ks[1].kernel, "gelu");
+  EXPECT_EQ(ks[1].nodes.size(), 9u);
+  EXPECT_EQ(ks[1].config, (Json{{"T", 17}, {"CIN", 64}}));
+}
+
 // LayerNormalization (opset 17) is the same kernel as the exporter's chain of seven ops before it.
 TEST(Detection, LayerNormalizationOpIsTheLayernormKernel) {
   onnx_io::GraphBuilder g("ln17", 1, 17);

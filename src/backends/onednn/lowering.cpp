@@ -22,6 +22,7 @@ std::string post_op_name(const PostOp& p) {
     case dnnl::algorithm::eltwise_elu: return "elu";
     case dnnl::algorithm::eltwise_pow: return "pow";
     case dnnl::algorithm::eltwise_gelu_erf: return "gelu_erf";
+    case dnnl::algorithm::eltwise_gelu_tanh: return "gelu_tanh";
     default: return "eltwise";
   }
 }

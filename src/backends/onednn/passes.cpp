@@ -1,9 +1,10 @@
 // Load-time graph rewrites that oneDNN can execute as one primitive: BatchNormalization folded into the
-// preceding convolution's weights, activations / residual additions fused as post-ops, and the GELU and
-// LayerNorm patterns of transformer exports collapsed into one eltwise or layer normalization. Fusions only
+// preceding convolution's weights, activations / residual additions fused as post-ops, and the GELU (erf and
+// tanh forms) and LayerNorm patterns of transformer exports collapsed into one eltwise or layer normalization. Fusions only
 // change how the graph runs, never what it computes; the reference tests check both paths.
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 #include "backends/onednn/ops/op.h"
 
@@ -256,6 +257,58 @@ void fuse_gelu(Graph& g) {
   }
 }
 
+// The producer of `value` when it is a live node of op `op` whose only reader is `reader`, else -1.
+int producer_for(const Graph& g, int value, const char* op, int reader) {
+  const int p = value < 0 ? -1 : g.value(value).producer;
+  if (p < 0 || g.of(g.nodes[static_cast<size_t>(p)]).removed || g.nodes[static_cast<size_t>(p)].op != op) return -1;
+  return sole_consumer(g, value) == reader ? p : -1;
+}
+
+// GELU's tanh form as PyTorch exports GELU(approximate='tanh'): x·x → ·x → ·0.044715 → + x → ·√(2/π) → Tanh →
+// + 1 → ·x → ·0.5. oneDNN computes the whole as eltwise_gelu_tanh, which the first Mul runs from x.
+void fuse_gelu_tanh(Graph& g) {
+  for (size_t ti = 0; ti < g.nodes.size(); ++ti) {
+    const Node& tanh = g.nodes[ti];
+    if (g.of(tanh).removed || tanh.op != "Tanh") continue;
+    const int t = static_cast<int>(ti);
+    const int si = producer_for(g, tanh.inputs[0], "Mul", t);
+    const Node* s = si < 0 ? nullptr : &g.nodes[static_cast<size_t>(si)];
+    if (!s || s->inputs.size() != 2) continue;
+    const int inner = g.is_const(s->inputs[0]) ? s->inputs[1] : s->inputs[0];
+    const int ai = near(scalar_beside(g, *s, inner), std::sqrt(2.0 / std::numbers::pi)) ? producer_for(g, inner, "Add", si) : -1;
+    if (ai < 0 || g.nodes[static_cast<size_t>(ai)].inputs.size() != 2) continue;
+    const Node& a = g.nodes[static_cast<size_t>(ai)];
+    // Add(x, 0.044715·x³), either order.
+    int x = -1, ki = -1;
+    for (int side = 0; side < 2 && ki < 0; ++side) {
+      ki = producer_for(g, a.inputs[static_cast<size_t>(side)], "Mul", ai);
+      x = a.inputs[static_cast<size_t>(1 - side)];
+    }
+    if (ki < 0) continue;
+    const Node& k = g.nodes[static_cast<size_t>(ki)];
+    if (k.inputs.size() != 2) continue;
+    const int cube = g.is_const(k.inputs[0]) ? k.inputs[1] : k.inputs[0];
+    const int ci = near(scalar_beside(g, k, cube), 0.044715) ? producer_for(g, cube, "Mul", ki) : -1;
+    const int square = ci < 0 ? -1 : operand_beside(g.nodes[static_cast<size_t>(ci)], x);
+    const int qi = producer_for(g, square, "Mul", ci);
+    if (qi < 0 || g.nodes[static_cast<size_t>(qi)].inputs != std::vector<int>{x, x}) continue;
+    const int one = next_node(g, tanh, "Add");
+    const int mul = one < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(one)], "Mul");
+    const int half = mul < 0 ? -1 : next_node(g, g.nodes[static_cast<size_t>(mul)], "Mul");
+    if (half < 0 || !near(scalar_beside(g, g.nodes[static_cast<size_t>(one)], tanh.outputs[0]), 1.0) ||
+        operand_beside(g.nodes[static_cast<size_t>(mul)], out_of(g, one)) != x ||
+        !near(scalar_beside(g, g.nodes[static_cast<size_t>(half)], out_of(g, mul)), 0.5) ||
+        g.value(out_of(g, half)).shape != g.value(x).shape)
+      continue;
+    Node& first = g.nodes[static_cast<size_t>(qi)];
+    g.of(first).eltwise = {eltwise_post_op(algorithm::eltwise_gelu_tanh, 0.f, 0.f, first)};
+    for (const int absorbed : {ci, ki, ai, si, t, one, mul, half}) absorb(g, qi, absorbed);
+    // The first Mul reads x twice; the step reads it once, so that a Linear before it can take it as a post-op.
+    first.inputs.resize(1);
+    for (const int reader : {ci, ai, mul}) drop_consumer(g, x, reader);
+  }
+}
+
 // The first of the trailing axes a ReduceMean averages over (keeping them as 1), if it does exactly that.
 std::optional<int64_t> trailing_axes(const Graph& g, const Node& n) {
   const Attrs a = g.attrs(*n.proto);
@@ -330,6 +383,7 @@ void fuse_layer_norm(Graph& g) {
 void fuse_graph(Graph& g) {
   fold_batchnorm(g);
   fuse_gelu(g);
+  fuse_gelu_tanh(g);
   fuse_layer_norm(g);
   fuse_post_ops(g);
   fuse_concat_shuffle(g);
