@@ -43,7 +43,7 @@ struct LayerNorm {
 struct Fusion {
   bool removed = false;  // folded into another node
   std::vector<PostOp> post_ops;
-  std::optional<HostTensor> weight, bias;  // Conv after BatchNormalization folding
+  std::optional<HostTensor> weight, bias;  // Conv after BatchNormalization folding; MatMul's folded bias Add
   std::vector<std::string> fused;          // names of ONNX nodes merged into this one
   int64_t shuffle_groups = 0;              // Concat: a channel shuffle (and a Split) of its output merged in
   // The first node of an exported pattern that oneDNN runs as one primitive, computed from the node's

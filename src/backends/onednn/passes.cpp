@@ -1,7 +1,8 @@
 // Load-time graph rewrites that oneDNN can execute as one primitive: BatchNormalization folded into the
-// preceding convolution's weights, activations / residual additions fused as post-ops, and the GELU (erf and
-// tanh forms) and LayerNorm patterns of transformer exports collapsed into one eltwise or layer normalization. Fusions only
-// change how the graph runs, never what it computes; the reference tests check both paths.
+// preceding convolution's weights, a Linear's bias Add into its matmul, activations / residual additions fused
+// as post-ops, and the GELU (erf and tanh forms) and LayerNorm patterns of transformer exports collapsed into
+// one eltwise or layer normalization. Fusions only change how the graph runs, never what it computes; the
+// reference tests check both paths.
 #include <algorithm>
 #include <cmath>
 #include <numbers>
@@ -66,6 +67,28 @@ void fold_batchnorm(Graph& g) {
     cf.weight = std::move(w);
     cf.bias = std::move(b);
     absorb(g, ci, static_cast<int>(bi));
+  }
+}
+
+// nn.Linear as exported: MatMul by a constant weight, then Add of a constant [N] bias. oneDNN's matmul takes the
+// bias itself, so the Linear is one primitive (and a GELU after it that primitive's post-op) instead of a matmul
+// and a binary add.
+void fold_matmul_bias(Graph& g) {
+  for (size_t mi = 0; mi < g.nodes.size(); ++mi) {
+    const Node& mm = g.nodes[mi];
+    if (g.of(mm).removed || mm.op != "MatMul" || !g.is_const(mm.inputs[1]) || g.of(mm).bias) continue;
+    const Shape& ys = g.value(mm.outputs[0]).shape;
+    const int add = sole_consumer(g, mm.outputs[0]);
+    if (add < 0 || ys.size() < 2 || g.nodes[static_cast<size_t>(add)].op != "Add") continue;
+    const Node& a = g.nodes[static_cast<size_t>(add)];
+    const int b = a.inputs.size() == 2 ? (a.inputs[0] == mm.outputs[0] ? a.inputs[1] : a.inputs[0]) : -1;
+    if (!g.is_const(b) || g.value(a.outputs[0]).shape != ys) continue;
+    // One value per output column: [N], or [1, ..., 1, N].
+    const HostTensor& bias = g.constant(b);
+    const bool per_column = !bias.dims.empty() && bias.dims.back() == ys.back() && bias.numel() == ys.back();
+    if (!per_column) continue;
+    g.of(mm).bias = bias;
+    absorb(g, static_cast<int>(mi), add);
   }
 }
 
@@ -382,6 +405,7 @@ void fuse_layer_norm(Graph& g) {
 
 void fuse_graph(Graph& g) {
   fold_batchnorm(g);
+  fold_matmul_bias(g);
   fuse_gelu(g);
   fuse_gelu_tanh(g);
   fuse_layer_norm(g);

@@ -100,7 +100,8 @@ void lower_matmul(Lowering& cx, const Node& n) {
     if (bs.size() == 1) bs.push_back(1);
     wrt = cx.alias(wrt, bs);
   }
-  matmul_common(cx, n, src, as, wconst, wrt, bs, std::nullopt, g.value(n.outputs[0]).shape);
+  // A Linear's bias Add folded in at load (passes.cpp).
+  matmul_common(cx, n, src, as, wconst, wrt, bs, g.of(n).bias, g.value(n.outputs[0]).shape);
 }
 
 const OpRegistration gemm_ops({
