@@ -76,7 +76,11 @@ void fold_batchnorm(Graph& g) {
 void fold_matmul_bias(Graph& g) {
   for (size_t mi = 0; mi < g.nodes.size(); ++mi) {
     const Node& mm = g.nodes[mi];
-    if (g.of(mm).removed || mm.op != "MatMul" || !g.is_const(mm.inputs[1]) || g.of(mm).bias) continue;
+    // A weight matrix: a vector weight drops the output's last axis, which a bias of the output's shape
+    // would then not follow.
+    if (g.of(mm).removed || mm.op != "MatMul" || !g.is_const(mm.inputs[1]) || g.of(mm).bias ||
+        g.value(mm.inputs[1]).shape.size() != 2)
+      continue;
     const Shape& ys = g.value(mm.outputs[0]).shape;
     const int add = sole_consumer(g, mm.outputs[0]);
     if (add < 0 || ys.size() < 2 || g.nodes[static_cast<size_t>(add)].op != "Add") continue;
