@@ -356,6 +356,19 @@ TEST(OneDnnOps, NearMissPatternsRunUnfused) {
   EXPECT_NE(load_error(g.model()).find("Erf node"), std::string::npos);
 }
 
+// A Linear's bias Add folds into its matmul; a vector weight, which drops the output's last axis, keeps its Add
+// as a step of its own, and both still compute what the reference does.
+TEST(OneDnnOps, LinearBiasFoldsIntoItsMatmulButNotBehindAVectorWeight) {
+  LayerBuilder b("bias", 13, 28);
+  const auto x = b.input("x", {1, 6, 8});
+  b.output(linear(b, x, 4));
+  b.output(b.node("Add", {b.node("MatMul", {x, b.random_weights({8}, 0.3f)}, {1, 6}), b.random_weights({6}, 0.1f)}, {1, 6}));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "bias"), EngineOptions{1}).plan();
+  EXPECT_EQ(primitives(plan), (std::map<std::string, int>{{"binary", 1}, {"matmul", 2}})) << plan.dump(1);
+}
+
 // Scaled dot-product attention as nn.MultiheadAttention exports it: both MatMul operands at run time.
 TEST(OneDnnOps, AttentionWithRuntimeMatMuls) {
   LayerBuilder b("attention", 13, 26);
