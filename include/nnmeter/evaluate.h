@@ -184,7 +184,7 @@ struct RelevelReport {
 };
 RelevelReport relevel(const Registry& registry, const EvaluateSettings& settings, bool write = true);
 
-// The family of a model file stem: "mobilenet_v2_r224_w1.0" → "mobilenet_v2".
+// The family of a model file stem: "mobilenet_v2_r224_w1.0" → "mobilenet_v2", "vit__d12_w384_r224" → "vit".
 std::string model_family(const std::string& stem);
 
 }  // namespace nnmeter

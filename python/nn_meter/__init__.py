@@ -40,11 +40,16 @@ __all__ = [
     "evaluate",
     "calibrate",
     "networks",
+    "torch_networks",
 ]
 
 
 def __getattr__(name):
     # The core's names load the native module on first use (plugin hosts import nn_meter without it).
+    # torch_networks on first use too: `python3 -m nn_meter.torch_networks` must find it not yet imported.
+    if name == "torch_networks":
+        import importlib
+        return importlib.import_module(".torch_networks", __name__)
     if name in ("NNMeterError", "set_log_level"):
         return getattr(_native, name)
     if name == "__version__":

@@ -3,7 +3,7 @@ import io
 import os
 
 from ._native import native as _nnmeter
-from .utils import dumps, loads, registry_home
+from .utils import dumps, loads, registry_home, write_bytes_atomic
 
 MODEL_TYPES = ("onnx", "torch", "nnmeter-ir")
 TORCH_DEFAULT_INPUT_SHAPE = (1, 3, 224, 224)
@@ -31,9 +31,8 @@ def load_predictor_folder(folder):
 
 def torch_to_onnx(model, input_shape=None, opset_version=13, path=None):
     """A torch.nn.Module (or a torchvision model name) as torch.onnx.export writes it, batch 1, constant folding
-    on: the graph a user's own export has. nn.MultiheadAttention and the Transformer layers take a fused fast
-    path in eval mode that has no ONNX export (torch 1.13); they are exported in train mode, everything else in
-    eval mode. Returns the model's bytes, and writes them to `path` when given."""
+    on, eval mode: the graph a user's own export has. Returns the model's bytes, and writes them to `path`
+    (atomically) when given."""
     try:
         import torch
     except ImportError:
@@ -53,25 +52,27 @@ def torch_to_onnx(model, input_shape=None, opset_version=13, path=None):
     shape = tuple(int(d) for d in (input_shape or TORCH_DEFAULT_INPUT_SHAPE))
     first = next(model.parameters(), None)
     dummy = torch.randn(*shape, device=first.device if first is not None else "cpu")
+    # nn.MultiheadAttention and the Transformer layers take a fused fast path with no ONNX export (torch 1.13)
+    # when no gradient is wanted. With grad on and their weights requiring it they run the plain ops, still in eval
+    # mode: BatchNorm folds into convs, Dropout vanishes, the numbers are eval mode's.
     fast_path = (torch.nn.MultiheadAttention, torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer)
+    frozen = [p for m in model.modules() if isinstance(m, fast_path) for p in m.parameters() if not p.requires_grad]
     modes = {m: m.training for m in model.modules()}
-    model.eval()
-    attention = [m for m in model.modules() if isinstance(m, fast_path)]
-    for m in attention:
-        m.train()
     buffer = io.BytesIO()
     try:
-        with torch.no_grad():
-            torch.onnx.export(model, dummy, buffer, opset_version=opset_version, do_constant_folding=True,
-                              input_names=["input"], output_names=["output"],
-                              training=torch.onnx.TrainingMode.PRESERVE if attention else torch.onnx.TrainingMode.EVAL)
+        for p in frozen:
+            p.requires_grad_(True)
+        with torch.enable_grad():
+            torch.onnx.export(model.eval(), dummy, buffer, opset_version=opset_version, do_constant_folding=True,
+                              input_names=["input"], output_names=["output"], training=torch.onnx.TrainingMode.EVAL)
     finally:
+        for p in frozen:
+            p.requires_grad_(False)
         for m, training in modes.items():
             m.training = training
     data = buffer.getvalue()
     if path is not None:
-        with open(path, "wb") as f:
-            f.write(data)
+        write_bytes_atomic(path, data)
     return data
 
 

@@ -27,7 +27,7 @@ void list_presets(const Context& ctx) {
     return;
   }
   print_line("Presets (nn-meter create ... --preset NAME; docs/config.md):");
-  for (const auto& p : workspace_presets()) print_line(fmt::format("  {:<9} {}", p.name, p.description));
+  for (const auto& p : workspace_presets()) print_line(fmt::format("  {:<12} {}", p.name, p.description));
 }
 
 void create(Context& ctx, const CreateArgs& a) {

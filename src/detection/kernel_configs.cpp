@@ -207,6 +207,16 @@ void describe_compute(const std::string& type, const DetNode& d, const std::stri
   if (type == "conv" || type == "dwconv") return conv_config(n, type, key, k);
   if (type == "linear" || type == "matmul" || type == "layernorm" || type == "gelu" || type == "softmax")
     return transformer_config(type, n, key, batch, k);
+  // A Gemm over rows that are not the batch is a Linear on tokens: nn.MultiheadAttention's output projection
+  // runs on [T·N, C].
+  if (type == "fc" && in.size() == 2 && in[0] != batch) return transformer_config("linear", n, key, batch, k);
+  // nn.MultiheadAttention's packed Q, K, V projection sliced three ways: a copy of the slices, no channel split
+  // of an image (the split kernel's [N, C, H, W]).
+  if (type == "split" && in.size() != 4) {
+    k.kind = KernelKind::elementwise;
+    hw_cin(k.config, in);
+    return;
+  }
   if (type == "fc") {
     k.kernel = "fc";
     k.config = {{"CIN", in.back()}, {"COUT", out.back()}};

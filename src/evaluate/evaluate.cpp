@@ -78,6 +78,9 @@ Json KernelTypeSummary::to_json() const {
 }
 
 std::string model_family(const std::string& stem) {
+  // FAMILY__VARIANT names the family outright, for variants no resolution or width suffix tells apart (the
+  // depths and widths of nn_meter.torch_networks).
+  if (const size_t cut = stem.find("__"); cut != std::string::npos && cut > 0) return stem.substr(0, cut);
   static const std::regex suffix(R"(^(.+?)(_r\d+)?(_w[0-9.]+)?$)");
   std::smatch m;
   if (std::regex_match(stem, m, suffix) && m[1].length() > 0) return m[1].str();

@@ -16,8 +16,9 @@ namespace nnmeter::kernels::check {
 
 inline constexpr int64_t kMaxHw = 2048;
 inline constexpr int64_t kMaxChannels = 32768;
-inline constexpr int64_t kMaxKernelSize = 31;
-inline constexpr int64_t kMaxStride = 8;
+// A patch embedding is a conv whose stride is its kernel: 16 in ViT/DeiT, 32 in ViT-B/32.
+inline constexpr int64_t kMaxKernelSize = 32;
+inline constexpr int64_t kMaxStride = 32;
 inline constexpr int64_t kMaxSamePadPerSide = 3;
 inline constexpr int64_t kMaxBatch = 4096;
 // Token counts, and the matrix dimensions of a batched matmul: a 384² Swin's first stage has 9,216 tokens,

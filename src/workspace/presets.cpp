@@ -89,6 +89,39 @@ KERNELS:
   channelshuffle:  {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
 )YAML";
 
+constexpr const char* kTransformers = R"YAML(# Preset transformers: ViT/DeiT, ConvNeXt, MobileViT-style and BERT-style networks as PyTorch
+# exports them (bench/RESULTS-transformers.md). The token kernels (src/kernels/transformer_kernels.cpp), the
+# convs of patch embeddings, ConvNeXt and MobileViT, and the two kernels element-wise ops are predicted by (add,
+# relu: a transpose or a scale is one pass over its output). Every layer of the networks in
+# transformer_calibration is a sample too, so the patch embeddings (16x16 stride 16) and ConvNeXt's 7x7 depthwise
+# convs are measured, not extrapolated; the composition term is fitted on the same networks. Write them first,
+# with PyTorch (Debian: python3-torch, python3-torchvision), into the workspace folder:
+#   python3 -m nn_meter.torch_networks export transformers-calibration <workspace>/transformer_calibration
+# or list your own exports' folder instead.
+DETAIL: FALSE
+IMPLEMENT: onnx
+BATCH_SIZE: 1
+PRIOR_ROWS: 0.3
+SAMPLE_MODELS: [transformer_calibration]
+CALIBRATION_NETWORKS: [transformer_calibration]
+KERNELS:
+  layernorm:       {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  gelu:            {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  softmax:         {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  linear:          {INIT_SAMPLE_NUM: 100, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  linear-gelu:     {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  matmul:          {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  conv-bn:         {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  dwconv-bn:       {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  conv-bn-swish:   {INIT_SAMPLE_NUM: 60, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  dwconv-bn-swish: {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  add:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  relu:            {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  fc:              {INIT_SAMPLE_NUM: 20, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  global-avgpool:  {INIT_SAMPLE_NUM: 20, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  concat:          {INIT_SAMPLE_NUM: 20, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+)YAML";
+
 }  // namespace
 
 Json WorkspacePreset::to_json() const {
@@ -106,6 +139,10 @@ const std::vector<WorkspacePreset>& workspace_presets() {
        "the accuracy figure's: 19 kernels, layers of 72 networks among the samples, calibrated on 135; about 51 min "
        "of measuring on 2 cores",
        kMeasurement, kAccurate},
+      {"transformers",
+       "ViT, ConvNeXt, MobileViT and BERT-style exports: 15 kernels, layers and calibration from PyTorch exports "
+       "(python3 -m nn_meter.torch_networks)",
+       kMeasurement, kTransformers},
   };
   return presets;
 }

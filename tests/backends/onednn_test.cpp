@@ -369,6 +369,41 @@ TEST(OneDnnOps, LinearBiasFoldsIntoItsMatmulButNotBehindAVectorWeight) {
   EXPECT_EQ(primitives(plan), (std::map<std::string, int>{{"binary", 1}, {"matmul", 2}})) << plan.dump(1);
 }
 
+// nn.MultiheadAttention's projections run sequence-first: [T, 1, C] by a constant [C, 3C]. That is one
+// product of T rows, not T products of one row each.
+TEST(OneDnnOps, ALinearOverLeadingAxesIsOneMatrixProduct) {
+  LayerBuilder b("seq_first", 13, 29);
+  const auto x = b.input("x", {1, 10, 16});
+  const auto seq = b.node("Transpose", {x}, {10, 1, 16}, {attr("perm", std::vector<int64_t>{1, 0, 2})});
+  b.output(linear(b, seq, 48));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "seq_first"), EngineOptions{1}).plan();
+  std::vector<Json> matmuls;
+  for (const auto& s : plan["steps"])
+    if (s["primitive"] == "matmul") matmuls.push_back(s["src_dims"]);
+  EXPECT_EQ(matmuls, std::vector<Json>{Json::array({10, 16})}) << plan.dump(1);
+}
+
+// A ViT's tokens: the patches transposed to [1, T, C] behind a class token, and nn.MultiheadAttention's
+// [1, T, C] → [T, 1, C] → [1, T, C] round trip before the residual Add. Those layouts order only a dimension of
+// size 1 differently from row-major; oneDNN ran such a concat and Add in its reference code (impl "ref:any"),
+// at a hundred times the cost.
+TEST(OneDnnOps, TokenLayoutsThatDifferOnlyInUnitDimensionsRunOptimized) {
+  LayerBuilder b("tokens", 13, 30);
+  const auto patches = b.input("x", {1, 16, 10});
+  const auto t = b.node("Transpose", {patches}, {1, 10, 16}, {attr("perm", std::vector<int64_t>{0, 2, 1})});
+  const auto tokens = b.concat({b.random_weights({1, 1, 16}, 1.f), t}, 1);
+  const auto seq = b.node("Transpose", {tokens}, {11, 1, 16}, {attr("perm", std::vector<int64_t>{1, 0, 2})});
+  const auto back = b.node("Transpose", {linear(b, seq, 16)}, {1, 11, 16}, {attr("perm", std::vector<int64_t>{1, 0, 2})});
+  b.output(b.add(back, tokens));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "tokens"), EngineOptions{1}).plan();
+  for (const auto& s : plan["steps"])
+    if (s["primitive"] != "reorder") EXPECT_EQ(s["impl"].get<std::string>().rfind("ref", 0), std::string::npos) << s.dump();
+}
+
 // Scaled dot-product attention as nn.MultiheadAttention exports it: both MatMul operands at run time.
 TEST(OneDnnOps, AttentionWithRuntimeMatMuls) {
   LayerBuilder b("attention", 13, 26);

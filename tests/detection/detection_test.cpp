@@ -386,6 +386,32 @@ TEST(Detection, TransformerBlocksAreCoveredByTheTransformerKernels) {
   }
 }
 
+// nn.MultiheadAttention as torch.onnx.export writes it: the packed Q, K, V projection sliced three ways along
+// its last axis, and the output projection a Gemm on [T·N, C]. The Gemm's rows are tokens, not the batch: a
+// Linear over T rows (as fc it would be predicted for one row); the slices are a copy, not an image's split.
+TEST(Detection, MultiheadAttentionsPackedProjectionsAreLinears) {
+  LayerBuilder b("mha");
+  const int64_t t = 10, c = 16;
+  // batch_first: the layer's input [1, T, C] goes sequence-first for the attention.
+  const auto x = b.node("Transpose", {b.input("x", {1, t, c})}, {t, 1, c}, {onnx_io::attr_ints("perm", {1, 0, 2})});
+  const auto qkv = b.node("Add", {b.node("MatMul", {x, b.random_weights({c, 3 * c}, 0.1f)}, {t, 1, 3 * c}), b.random_weights({3 * c}, 0.1f)},
+                          {t, 1, 3 * c});
+  auto third = [&](int64_t i) {
+    return b.node("Slice", {qkv, b.constant_ints({i * c}), b.constant_ints({(i + 1) * c}), b.constant_ints({-1})}, {t, 1, c});
+  };
+  const auto sum = b.add(b.add(third(0), third(1)), third(2));
+  b.output(b.gemm(b.node("Reshape", {sum, b.constant_ints({t, c})}, {t, c}), c));
+  const auto ks = detect(b.model(), cpu_rules());
+  for (const auto& k : ks) EXPECT_NE(k.kind, KernelKind::unsupported) << k.op << ": " << k.reason;
+  EXPECT_EQ(ks[1].kernel, "linear");
+  EXPECT_EQ(ks[1].config, (Json{{"T", t}, {"CIN", c}, {"COUT", 3 * c}}));
+  const auto& slices = kernel_with_op(ks, "split");
+  EXPECT_EQ(slices.kind, KernelKind::elementwise);
+  EXPECT_EQ(slices.nodes.size(), 3u);
+  EXPECT_EQ(ks.back().kernel, "linear");
+  EXPECT_EQ(ks.back().config, (Json{{"T", t}, {"CIN", c}, {"COUT", c}}));
+}
+
 // GELU(approximate='tanh') as PyTorch exports it: nine ops, one gelu kernel, its config from x.
 TEST(Detection, TanhGeluIsOneGeluUnit) {
   LayerBuilder b("gelu_tanh");

@@ -615,6 +615,8 @@ TEST(EvaluateFamily, StripsResolutionAndWidth) {
   EXPECT_EQ(model_family("resnet18_r160"), "resnet18");
   EXPECT_EQ(model_family("efficientnet_b0_w0.5"), "efficientnet_b0");
   EXPECT_EQ(model_family("custom"), "custom");
+  EXPECT_EQ(model_family("vit__d12_w384_p16_r224"), "vit");
+  EXPECT_EQ(model_family("__odd"), "__odd");
 }
 
 // Stand-in regressors, uncounted ops and a predictor built on noise are said next to the score, and kept in the

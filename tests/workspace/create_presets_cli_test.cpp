@@ -28,7 +28,7 @@ fs::path create_with_preset(const TempDir& tmp, const std::string& preset, const
 }
 
 TEST(CreatePresets, EachPresetResolvesThroughBaseToItsValues) {
-  for (const std::string preset : {"quick", "accurate"}) {
+  for (const std::string preset : {"quick", "accurate", "transformers"}) {
     SCOPED_TRACE(preset);
     TempDir tmp;
     const fs::path ws = create_with_preset(tmp, preset);
@@ -110,7 +110,7 @@ TEST(CreatePresets, AnUnknownPresetExits2NamingThePresetsAndWritesNothing) {
   // The library refuses it as well, before writing.
   Registry registry(tmp / "home");
   EXPECT_EQ(error_of([&] { create_workspace(registry, ws, WorkspaceFlavor::Builtin, "onednn_cpu", "fastest"); }),
-            "unknown preset 'fastest' (presets: quick, accurate)");
+            "unknown preset 'fastest' (presets: quick, accurate, transformers)");
   EXPECT_FALSE(fs::exists(ws));
 }
 
@@ -118,11 +118,12 @@ TEST(CreatePresets, ListPresetsNamesThemAndGivesTheirConfigsAsJson) {
   TempDir tmp;
   const CliResult text = run_cli({"create", "--list-presets"}, tmp / "home");
   ASSERT_EQ(text.exit_code, 0) << text.err;
-  EXPECT_TRUE(contains(text.out, "  quick ") && contains(text.out, "  accurate ")) << text.out;
+  EXPECT_TRUE(contains(text.out, "  quick ") && contains(text.out, "  accurate ") && contains(text.out, "  transformers "))
+      << text.out;
   const CliResult json = run_cli({"--json", "create", "--list-presets"}, tmp / "home");
   ASSERT_EQ(json.exit_code, 0) << json.err;
   Json presets = Json::parse(json.out);
-  ASSERT_EQ(presets.size(), 2u);
+  ASSERT_EQ(presets.size(), 3u);
   EXPECT_EQ(presets[1]["name"], "accurate");
   EXPECT_EQ(presets[1]["predictorbuild_config"], preset_config("accurate", false));
   EXPECT_EQ(presets[1]["backend_config"]["DRIFT_PROBE_EVERY"], 500);

@@ -20,6 +20,9 @@ memory::desc any_md(const memory::dims& d);
 std::optional<std::vector<int>> dense_order(const memory::desc& md);
 // The dense layout of `d` whose dimensions, outermost first, are `order`.
 memory::desc dense_md(const memory::dims& d, const std::vector<int>& order);
+// `md` itself, or plain when it is a dense layout that orders only dimensions of size 1 differently (the same
+// bytes: oneDNN's optimized binary and concat take plain, not "bac" for [1, T, C]).
+memory::desc canonical_md(const memory::desc& md);
 // A dense layout for `dims` with the same dimension order as `like` (keeps NHWC as NHWC), else plain.
 memory::desc dense_like(const memory::desc& like, const Shape& dims);
 memory::dims strides_of(const memory::desc& md);

@@ -44,7 +44,11 @@ memory binary(Lowering& cx, dnnl::algorithm alg, Operand a, Operand b, const Sha
     a = Operand{full, out, -1};
     pa = po;
   }
-  const memory src0 = full_rank(cx, a, pa);
+  memory src0 = full_rank(cx, a, pa);
+  if (const memory::desc plain = canonical_md(src0.get_desc()); plain != src0.get_desc()) {
+    src0 = memory(plain, cx.engine(), src0.get_data_handle());
+    cx.keep(src0);
+  }
   memory src1;
   if (pb == pa && b.value >= 0 && a.shape.size() == b.shape.size()) src1 = cx.as_desc(b.value, src0.get_desc());
   else if (pb == pa && b.value < 0 && b.mem.get_desc() == src0.get_desc()) src1 = b.mem;

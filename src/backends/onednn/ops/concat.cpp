@@ -38,7 +38,7 @@ void lower_concat_shuffled(Lowering& cx, const Node& n) {
 // oneDNN's choice when every input's slice of it is addressable (blocks not cut), else the dense
 // order of the first unblocked input, else plain.
 memory::desc concat_layout(const memory::desc& picked, const std::vector<memory>& srcs, size_t axis) {
-  std::vector<memory::desc> candidates{picked};
+  std::vector<memory::desc> candidates{canonical_md(picked)};
   for (const auto& src : srcs)
     if (viewable(src.get_desc())) candidates.push_back(dense_like(src.get_desc(), Shape(picked.dims())));
   candidates.push_back(plain_md(Shape(picked.dims())));
@@ -80,9 +80,11 @@ void lower_concat(Lowering& cx, const Node& n) {
     srcs.push_back(cx.mem(in));
     mds.push_back(srcs.back().get_desc());
   }
-  const dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, cx.engine());
+  dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, cx.engine());
   if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
     return lower_concat_by_reorders(cx, n, static_cast<size_t>(axis), srcs, pd.dst_desc());
+  if (const memory::desc plain = canonical_md(pd.dst_desc()); plain != pd.dst_desc())
+    pd = dnnl::concat::primitive_desc(plain, static_cast<int>(axis), mds, cx.engine());
   std::unordered_map<int, memory> args;
   for (size_t i = 0; i < srcs.size(); ++i) args[DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i)] = srcs[i];
   args[DNNL_ARG_DST] = cx.new_output(n.outputs[0], pd.dst_desc());

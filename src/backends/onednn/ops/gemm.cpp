@@ -37,7 +37,9 @@ void matmul_common(Lowering& cx, const Node& n, memory src, const Shape& as, std
   cx.keep(dst);
   cx.bind(n.outputs[0], cx.alias(dst, out_shape));
   args[DNNL_ARG_DST] = dst;
-  cx.add_step(dnnl::matmul(pd), std::move(args), cx.step_info(pd, n, "matmul"));
+  Json info = cx.step_info(pd, n, "matmul");
+  info["src_dims"] = pd.src_desc().dims();  // what oneDNN multiplies: a batch of M x K, or one M x K
+  cx.add_step(dnnl::matmul(pd), std::move(args), std::move(info));
 }
 
 // A row-major operand viewed with its last two dimensions swapped (Gemm transA/transB).
@@ -87,6 +89,14 @@ void lower_matmul(Lowering& cx, const Node& n) {
   memory src = cx.as_plain(n.inputs[0]);
   if (as.size() == 1) {
     as.insert(as.begin(), 1);
+    src = cx.alias(src, as);
+  }
+  // A constant weight matrix: every leading axis of the input is rows of one product. Left batched, oneDNN runs
+  // nn.MultiheadAttention's sequence-first projection, [T, 1, C] x [C, 3C], as T products of one row each.
+  if (g.is_const(n.inputs[1]) && bs.size() == 2 && as.size() > 2) {
+    int64_t rows = 1;
+    for (size_t i = 0; i + 1 < as.size(); ++i) rows *= as[i];
+    as = {rows, as.back()};
     src = cx.alias(src, as);
   }
   std::optional<HostTensor> wconst;
