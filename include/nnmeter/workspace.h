@@ -45,7 +45,11 @@ struct WorkspacePreset {
   std::string description;          // one line: what it is for and how long its build measures
   std::string backend_yaml;         // backend_config.yaml keys: the protocol's and the in-process backends'
   std::string predictorbuild_yaml;  // a whole predictorbuild_config.yaml, commented
-  // {"name", "description", "backend_config", "predictorbuild_config"} with both configs as mappings.
+  // A command to run before `build`, "{workspace}" standing for the workspace folder; empty: none. The
+  // transformers preset samples PyTorch exports, which nn-meter cannot write without torch.
+  std::string before_build;
+  // {"name", "description", "backend_config", "predictorbuild_config"[, "before_build"]} with both configs as
+  // mappings.
   Json to_json() const;
 };
 

@@ -56,6 +56,11 @@ void create(Context& ctx, const CreateArgs& a) {
   if (!a.preset.empty()) {
     line += fmt::format(" Its configs inherit the preset {} (configs/presets/{}/).", a.preset, a.preset);
     json["preset"] = a.preset;
+    if (std::string step = find_workspace_preset(a.preset).before_build; !step.empty()) {
+      for (size_t at; (at = step.find("{workspace}")) != std::string::npos;) step.replace(at, 11, root.string());
+      line += " Before nn-meter build, write the networks it samples: " + step;
+      json["before_build"] = step;
+    }
   }
   report(ctx, line, json);
 }

@@ -125,24 +125,27 @@ KERNELS:
 }  // namespace
 
 Json WorkspacePreset::to_json() const {
-  return {{"name", name},
-          {"description", description},
-          {"backend_config", io::yaml_to_json(backend_yaml, "preset " + name + " backend_config")},
-          {"predictorbuild_config", io::yaml_to_json(predictorbuild_yaml, "preset " + name + " predictorbuild_config")}};
+  Json j = {{"name", name},
+            {"description", description},
+            {"backend_config", io::yaml_to_json(backend_yaml, "preset " + name + " backend_config")},
+            {"predictorbuild_config", io::yaml_to_json(predictorbuild_yaml, "preset " + name + " predictorbuild_config")}};
+  if (!before_build.empty()) j["before_build"] = before_build;
+  return j;
 }
 
 const std::vector<WorkspacePreset>& workspace_presets() {
   static const std::vector<WorkspacePreset> presets = {
       {"quick", "the main job's: 12 kernels, calibrated on 23 networks; about 15 min of measuring on 2 cores",
-       kMeasurement, kQuick},
+       kMeasurement, kQuick, ""},
       {"accurate",
        "the accuracy figure's: 19 kernels, layers of 72 networks among the samples, calibrated on 135; about 51 min "
        "of measuring on 2 cores",
-       kMeasurement, kAccurate},
+       kMeasurement, kAccurate, ""},
       {"transformers",
        "ViT, ConvNeXt, MobileViT and BERT-style exports: 15 kernels, layers and calibration from PyTorch exports "
        "(python3 -m nn_meter.torch_networks)",
-       kMeasurement, kTransformers},
+       kMeasurement, kTransformers,
+       "python3 -m nn_meter.torch_networks export transformers-calibration {workspace}/transformer_calibration"},
   };
   return presets;
 }

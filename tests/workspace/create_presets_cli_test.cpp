@@ -52,6 +52,29 @@ TEST(CreatePresets, EachPresetResolvesThroughBaseToItsValues) {
   }
 }
 
+// The transformers preset samples PyTorch exports, which nn-meter cannot write: create says how, with the
+// workspace's own folder, and the other presets say nothing of the kind.
+TEST(CreatePresets, ThePresetsStepBeforeBuildIsPrintedWithTheWorkspaceFolder) {
+  TempDir tmp;
+  const fs::path ws = tmp / "ws";
+  const std::string step =
+      "python3 -m nn_meter.torch_networks export transformers-calibration " + (ws / "transformer_calibration").string();
+  const CliResult r = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu", "--preset", "transformers"},
+                              tmp / "home");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(contains(r.out, "Before nn-meter build, write the networks it samples: " + step)) << r.out;
+  const CliResult j = run_cli({"--json", "create", "--workspace", (tmp / "ws2").string(), "--backend", "onednn_cpu",
+                               "--preset", "transformers"},
+                              tmp / "home");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  EXPECT_EQ(Json::parse(j.out)["before_build"],
+            "python3 -m nn_meter.torch_networks export transformers-calibration " +
+                (tmp / "ws2" / "transformer_calibration").string());
+  const CliResult quick =
+      run_cli({"create", "--workspace", (tmp / "ws3").string(), "--backend", "onednn_cpu", "--preset", "quick"}, tmp / "home");
+  EXPECT_FALSE(contains(quick.out, "Before nn-meter build")) << quick.out;
+}
+
 TEST(CreatePresets, WithoutAPresetTheDefaultsAreWrittenAsBefore) {
   TempDir tmp;
   const fs::path ws = tmp / "ws";
