@@ -224,6 +224,19 @@ void expect_rejected(const std::string& kernel, const Json& config, const std::s
   }
 }
 
+// Patch embeddings are convs whose stride is their kernel: 16 in ViT/DeiT, 32 in ViT-B/32, the samples the
+// preset transformers takes from its networks' layers. They build, without padding, to the patch grid.
+TEST(BuiltinKernels, PatchEmbeddingConvsBuild) {
+  for (int64_t p : {16, 32}) {
+    const Json c = {{"HW", 224}, {"CIN", 3}, {"COUT", 192}, {"KERNEL_SIZE", p}, {"STRIDES", p}};
+    const auto m = test::parse_model(suite_for("conv-bn").kernel->build_onnx(c, 1));
+    const auto& out = m.graph().output(0).type().tensor_type().shape();
+    EXPECT_EQ(out.dim(2).dim_value(), 224 / p) << p;
+    EXPECT_EQ(out.dim(3).dim_value(), 224 / p) << p;
+  }
+  expect_rejected("conv-bn", {{"HW", 224}, {"CIN", 3}, {"COUT", 8}, {"KERNEL_SIZE", 3}, {"STRIDES", 33}}, "STRIDES = 33");
+}
+
 TEST(BuiltinKernels, BadConfigsAreOneLineErrors) {
   const Json ok = {{"HW", 14}, {"CIN", 16}, {"COUT", 32}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}};
   auto with = [&](const char* key, Json v) {
