@@ -400,8 +400,11 @@ TEST(OneDnnOps, TokenLayoutsThatDifferOnlyInUnitDimensionsRunOptimized) {
   const auto model = b.model();
   expect_matches_reference(model);
   const Json plan = Engine(load_graph(model, "tokens"), EngineOptions{1}).plan();
-  for (const auto& s : plan["steps"])
-    if (s["primitive"] != "reorder") EXPECT_EQ(s["impl"].get<std::string>().rfind("ref", 0), std::string::npos) << s.dump();
+  for (const auto& s : plan["steps"]) {
+    if (s["primitive"] != "reorder") {
+      EXPECT_EQ(s["impl"].get<std::string>().rfind("ref", 0), std::string::npos) << s.dump();
+    }
+  }
 }
 
 // Scaled dot-product attention as nn.MultiheadAttention exports it: both MatMul operands at run time.
