@@ -1,7 +1,8 @@
-"""Transformer and hybrid networks as PyTorch exports them: ViT/DeiT (torchvision's VisionTransformer), ConvNeXt
-(torchvision), a MobileViT-style hybrid and BERT-style encoders, built with the installed torch and written by
-torch.onnx.export (nn_meter.torch_to_onnx), so that a predictor is judged on the graphs users' exports have.
-Named sets, like the builtin CNN sets of nn_meter.networks (which are written by nn-Meter itself, without torch):
+"""Networks as PyTorch exports them: transformers and hybrids (ViT/DeiT with torchvision's VisionTransformer,
+ConvNeXt, a MobileViT-style hybrid, BERT-style encoders) and torchvision's own CNNs, built with the installed torch
+and written by torch.onnx.export (nn_meter.torch_to_onnx), so that a predictor is judged on the graphs users'
+exports have. Named sets, like the builtin CNN sets of nn_meter.networks (which are written by nn-Meter itself,
+without torch):
 
     import nn_meter
     nn_meter.torch_networks.list_sets()                                   # [{"name": "transformers", ...}, ...]
@@ -9,7 +10,10 @@ Named sets, like the builtin CNN sets of nn_meter.networks (which are written by
     python3 -m nn_meter.torch_networks export transformers-calibration ws/transformer_calibration
 
 The set `transformers` is the evaluation set of bench/RESULTS-transformers.md; `transformers-calibration` holds
-other depths, widths and sizes of the same families, for CALIBRATION_NETWORKS (the preset transformers)."""
+other depths, widths and sizes of the same families, for CALIBRATION_NETWORKS (the preset transformers).
+`torchvision-reference` and `torchvision-new` are torchvision's classification models themselves: variants of
+the families the builtin CNN sets are made of, and families that no builtin set holds (grouped convolutions among
+them), which the accuracy bench scores CNN predictors on (bench/RESULTS-accuracy.md)."""
 import argparse
 import os
 import sys
@@ -36,8 +40,14 @@ def _bert(layers, width, tokens):
     return ("bert", dict(layers=layers, width=width, heads=width // 64), (1, tokens, width))
 
 
+def _torchvision(family, model, resolution):
+    return ("torchvision", dict(family=family, model=model), (1, 3, resolution, resolution))
+
+
 def _name(kind, args, shape):
     # FAMILY__VARIANT: nn-meter evaluate and calibrate group the variants by family.
+    if kind == "torchvision":
+        return f"{args['family']}__{args['model']}_r{shape[-1]}"
     if kind == "vit":
         return f"vit__d{args['num_layers']}_w{args['hidden_dim']}_p{args['patch_size']}_r{shape[-1]}"
     if kind == "bert":
@@ -68,13 +78,40 @@ _SETS = {
                     + [_mobilevit("s", 192)]
                     + [_bert(2, 128, 96), _bert(6, 128, 192), _bert(2, 384, 192), _bert(6, 384, 96)],
     },
+    # Variants torchvision ships of the builtin sets' families, other than the 224 x 1 networks the set evaluation
+    # already has in the same form (python/tests/test_networks.py).
+    "torchvision-reference": {
+        "description": "10 torchvision models of the builtin sets' families: MobileNetV2, MobileNetV3-small, "
+                       "MnasNet 0.5, EfficientNet-B1 at 240, ShuffleNetV2 x0.5, ResNet-18/34, SqueezeNet 1.0, "
+                       "GoogLeNet, DenseNet-121",
+        "networks": [_torchvision("mobilenet_v2", "mobilenet_v2", 224),
+                     _torchvision("mobilenet_v3", "mobilenet_v3_small", 224),
+                     _torchvision("mnasnet", "mnasnet0_5", 224),
+                     _torchvision("efficientnet", "efficientnet_b1", 240),
+                     _torchvision("shufflenet_v2", "shufflenet_v2_x0_5", 224),
+                     _torchvision("resnet", "resnet18", 224), _torchvision("resnet", "resnet34", 224),
+                     _torchvision("squeezenet", "squeezenet1_0", 224), _torchvision("googlenet", "googlenet", 224),
+                     _torchvision("densenet", "densenet121", 224)],
+    },
+    "torchvision-new": {
+        "description": "8 torchvision models of 6 families no builtin set holds: ResNeXt-50 32x4d, RegNetX and "
+                       "RegNetY 400MF/800MF-1.6GF (grouped convolutions), EfficientNetV2-S, Inception v3 at 299, "
+                       "Wide ResNet-50-2 at 160",
+        "networks": [_torchvision("resnext", "resnext50_32x4d", 224),
+                     _torchvision("regnet_x", "regnet_x_400mf", 224), _torchvision("regnet_x", "regnet_x_1_6gf", 224),
+                     _torchvision("regnet_y", "regnet_y_400mf", 224), _torchvision("regnet_y", "regnet_y_800mf", 224),
+                     _torchvision("efficientnet_v2", "efficientnet_v2_s", 224),
+                     _torchvision("inception", "inception_v3", 299),
+                     _torchvision("wide_resnet", "wide_resnet50_2", 160)],
+    },
 }
 
 
 def list_sets():
     """Every set: name, description and its networks (name, family, input shape)."""
     return [{"name": name, "description": s["description"],
-             "networks": [{"name": _name(*n), "family": n[0], "input_shape": list(n[2])} for n in s["networks"]]}
+             "networks": [{"name": _name(*n), "family": _name(*n).split("__")[0], "input_shape": list(n[2])}
+                          for n in s["networks"]]}
             for name, s in _SETS.items()]
 
 
@@ -97,7 +134,12 @@ def network(name):
         raise ImportError("nn_meter.torch_networks needs PyTorch and torchvision "
                           "(Debian: apt-get install python3-torch python3-torchvision)") from None
     torch.manual_seed(0)
-    if kind == "vit":
+    if kind == "torchvision":
+        import torchvision
+        # Inception v3's auxiliary classifier is a training-time head: eval mode skips it, so leave it unbuilt.
+        extra = {"aux_logits": False, "init_weights": False} if args["model"] == "inception_v3" else {}
+        module = getattr(torchvision.models, args["model"])(**extra)
+    elif kind == "vit":
         from torchvision.models.vision_transformer import VisionTransformer
         module = VisionTransformer(**args)
     elif kind == "convnext":
@@ -138,7 +180,7 @@ def export(set_name, out_dir, opset_version=13, progress=None):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python3 -m nn_meter.torch_networks",
-                                 description="PyTorch exports of transformers and hybrids, in named sets.")
+                                 description="PyTorch exports of transformers, hybrids and torchvision's CNNs, in named sets.")
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="the sets and their networks")
     e = sub.add_parser("export", help="write a set's networks as ONNX into a folder (resumes)")

@@ -58,7 +58,8 @@ def test_unknown_names_are_one_line_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "nn_meter.torch_networks", "export", "vits", str(tmp_path / "o")],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode != 0 and r.stderr.strip().splitlines() == [
-        "(nn-Meter) error: unknown set 'vits' (sets: transformers, transformers-calibration)"], r.stderr
+        "(nn-Meter) error: unknown set 'vits' (sets: transformers, transformers-calibration, torchvision-reference, "
+        "torchvision-new)"], r.stderr
     assert not (tmp_path / "o").exists()
 
 
@@ -92,3 +93,30 @@ def test_attention_exports_in_eval_mode_even_with_frozen_weights(tmp_path):
     assert "Dropout" not in ops and "Softmax" in ops, ops
     assert all(m.training for m in model.modules())
     assert not any(p.requires_grad for p in model.parameters())
+
+
+def test_torchvision_sets_hold_reference_families_and_six_new_ones():
+    """torchvision-reference is made of the builtin CNN sets' families; torchvision-new of at least six families
+    no builtin architecture belongs to, grouped convolutions among them: what a CNN predictor has never seen."""
+    s = sets()
+    builtin = nn_meter.networks.list_architectures()
+    reference = s["torchvision-reference"]["networks"]
+    new = s["torchvision-new"]["networks"]
+    assert all(any(arch.startswith(n["family"]) for arch in builtin) for n in reference), reference
+    families = {n["family"] for n in new}
+    assert len(families) >= 6 and {"resnext", "regnet_x", "regnet_y"} <= families
+    assert not any(arch.startswith(f) for f in families for arch in builtin), families
+    # No network of the builtin evaluation set is here again in the same form.
+    assert not {n["name"].split("__")[1] for n in reference} & {
+        n["file"][:-5] for n in [x for x in nn_meter.networks.list_sets() if x["name"] == "evaluation"][0]["networks"]}
+
+
+def test_a_grouped_convolution_family_exports_covered(tmp_path):
+    """RegNetX's grouped 3x3 convs reach detection with their groups, and every node of the export is covered."""
+    module, shape = nn_meter.torch_networks.network("regnet_x__regnet_x_400mf_r224")
+    path = str(tmp_path / "regnet.onnx")
+    nn_meter.torch_to_onnx(module, shape, path=path)
+    kernels = nn_meter.detect_kernels(path, RULES)
+    assert not [k["op"] for k in kernels if k["kind"] == "unsupported"]
+    groups = [k["config"]["GROUPS"] for k in kernels if k.get("config", {}).get("GROUPS", 1) > 1]
+    assert len(groups) == 22 and min(groups) >= 2, groups
