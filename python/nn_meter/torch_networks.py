@@ -78,8 +78,9 @@ _SETS = {
                     + [_mobilevit("s", 192)]
                     + [_bert(2, 128, 96), _bert(6, 128, 192), _bert(2, 384, 192), _bert(6, 384, 96)],
     },
-    # Variants torchvision ships of the builtin sets' families, other than the 224 x 1 networks the set evaluation
-    # already has in the same form (python/tests/test_networks.py).
+    # torchvision's own exports of the builtin sets' families: five at the size the set evaluation has them (as
+    # torch writes them, against nn-Meter's own writing of the same graphs: python/tests/test_networks.py), five
+    # variants no builtin set has.
     "torchvision-reference": {
         "description": "10 torchvision models of the builtin sets' families: MobileNetV2, MobileNetV3-small, "
                        "MnasNet 0.5, EfficientNet-B1 at 240, ShuffleNetV2 x0.5, ResNet-18/34, SqueezeNet 1.0, "
