@@ -138,7 +138,7 @@ const std::vector<WorkspacePreset>& workspace_presets() {
       {"quick", "the main job's: 12 kernels, calibrated on 23 networks; about 15 min of measuring on 2 cores",
        kMeasurement, kQuick, ""},
       {"accurate",
-       "the accuracy figure's: 19 kernels, layers of 72 networks among the samples, calibrated on 135; about 51 min "
+       "the accuracy figure's: 19 kernels, layers of 72 networks among the samples, calibrated on 135; 46-56 min "
        "of measuring on 2 cores",
        kMeasurement, kAccurate, ""},
       {"transformers",
