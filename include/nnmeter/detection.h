@@ -45,8 +45,8 @@ struct DetectedKernel {
   // Builder kernel whose config keys `config` follows ("conv-bn-relu", "global-avgpool", ...); "" unless
   // kind is compute.
   std::string kernel;
-  KernelConfig config = Json::object();  // HW, CIN, COUT, KERNEL_SIZE, STRIDES, ...; GROUPS for grouped convs
-  int64_t groups = 1;   // a grouped conv is `groups` convs of CIN/groups → COUT/groups (config holds those)
+  // HW, CIN, COUT, KERNEL_SIZE, STRIDES, ...; a grouped conv (kernel gconv-*) has GROUPS, CIN and COUT whole.
+  KernelConfig config = Json::object();
   bool binary = false;  // elementwise with two runtime operands (Mul, Sub, Div of two tensors)
   std::string reason;   // unsupported: why
   std::vector<std::string> nodes;  // IR node names, topological order

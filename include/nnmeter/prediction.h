@@ -4,8 +4,8 @@
 // the feature parser the builder trained it with. The model latency is the sum of its kernels, times the
 // folder's calibrated composition factor if it has one (composition.json, `nn-meter calibrate`).
 //
-// Fixed on purpose against nn-Meter (docs/differences-from-nn-meter.md): grouped convs are predicted as `groups`
-// small convs, not as one dense conv; global pooling uses the real input size; concat features come from
+// Fixed on purpose against nn-Meter (docs/differences-from-nn-meter.md): grouped convs are predicted by the
+// gconv-bn-relu kernel, or as GROUPS convs of one group by a predictor without it, never as one dense conv; global pooling uses the real input size; concat features come from
 // the builder's parser; an op without a predictor is never silently 0 ms — it is covered by an
 // element-wise predictor, counted as a 0 ms layout op by construction, or reported as uncovered.
 #pragma once
@@ -32,8 +32,11 @@ class Registry;
 
 // The predictor kernels that stand in for a detected compute kernel when a predictor lacks it, best first (the
 // first is `kernel` itself): for convs the same activation with and without BN, then nn-Meter's conv and dwconv
-// families; element-wise kernels with the same features.
+// families; for a grouped conv (gconv-*) its own family, then the dense conv's, which predicts one group of it;
+// element-wise kernels with the same features.
 std::vector<std::string> stand_in_kernels(const std::string& kernel);
+// A grouped conv kernel (gconv-*): its config has GROUPS, and CIN and COUT of the whole layer.
+bool is_grouped_conv(const std::string& kernel);
 
 // ---------------------------------------------------------------------------------------------------------
 // Prediction
@@ -44,6 +47,7 @@ struct KernelPrediction {
   KernelConfig config = Json::object();
   std::vector<double> features;  // the row given to predictor_kernel
   double latency_ms = 0;         // total for the kernel (all groups of a grouped conv)
+  // A grouped conv predicted by a dense conv's regressor: `config` is one group's, latency_ms `groups` times it.
   int64_t groups = 1;
   std::string note;              // how the kernel was covered when not by its own predictor
   std::vector<std::string> nodes;

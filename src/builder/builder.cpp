@@ -268,13 +268,14 @@ std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std:
   std::map<std::string, size_t> unbuildable;
   for (const ModelIr& ir : todo.empty() ? std::vector<ModelIr>{} : models)
     for (const DetectedKernel& k : detect_kernels(ir, rules)) {
-      // The conv kernels have no groups: a grouped conv's config is one group's, not a layer to sample.
-      if (k.kind != KernelKind::compute || k.groups != 1) continue;
+      if (k.kind != KernelKind::compute) continue;
       // The sample goes to the kernel whose predictor will predict the layer (a lone conv: conv-bn-relu's),
-      // chosen among all kernels built: one whose samples a rerun continues is not replaced by a stand-in.
+      // chosen among all kernels built: one whose samples a rerun continues is not replaced by a stand-in. A
+      // grouped conv's config is the whole layer's, a sample of a grouped conv kernel only.
       std::string kernel;
       for (const std::string& candidate : stand_in_kernels(k.kernel))
-        if (std::find(kernels.begin(), kernels.end(), candidate) != kernels.end()) {
+        if (is_grouped_conv(candidate) == is_grouped_conv(k.kernel) &&
+            std::find(kernels.begin(), kernels.end(), candidate) != kernels.end()) {
           kernel = candidate;
           break;
         }

@@ -44,7 +44,7 @@ std::vector<Unit> form_units(const std::vector<DetNode>& graph);
 bool is_layout_type(const std::string& type);
 // The model's batch: dim 0 of its first input (1 without one). Token kernels count every other axis.
 int64_t model_batch(const std::vector<DetNode>& graph);
-// Fills kind, kernel, config, groups, binary and reason of a kernel made of `units` (root first).
+// Fills kind, kernel, config, binary and reason of a kernel made of `units` (root first).
 void describe_kernel(const std::vector<DetNode>& graph, const std::vector<const Unit*>& units, int64_t batch,
                      DetectedKernel& k);
 

@@ -125,13 +125,13 @@ void conv_config(const IrNode& n, const std::string& type, const std::string& ke
     c["COUT"] = in[1];
     return;
   }
-  // A grouped conv is `group` independent convs of CIN/group → COUT/group (nn-Meter predicted it as one
-  // dense conv, e.g. ResNeXt = ResNet).
-  c["CIN"] = in[1] / group;
-  c["COUT"] = out[1] / group;
+  c["CIN"] = in[1];
+  c["COUT"] = out[1];
+  // A grouped conv is a gconv-* kernel (nn-Meter predicted it as one dense conv, e.g. ResNeXt = ResNet); a
+  // predictor without one predicts it as GROUPS convs of one group (prediction/predictor.cpp).
   if (group > 1) {
+    k.kernel = "g" + k.kernel;
     c["GROUPS"] = group;
-    k.groups = group;
   }
 }
 

@@ -16,7 +16,9 @@ namespace nnmeter::kernels {
 enum class Family { Conv, DwConv, Pooling, Fc, Concat, CinEven, HwCin, GlobalAvgPool,
                     // Ours, for transformers: [T, CIN] token tensors, nn.Linear on them, and a batched MatMul of
                     // two activations (attention's Q·Kᵀ and A·V).
-                    Tokens, Linear, MatMul };
+                    Tokens, Linear, MatMul,
+                    // Ours: a grouped conv, GROUPS in its config.
+                    GConv };
 
 struct BuiltinKernelSpec {
   std::string name;
@@ -30,6 +32,7 @@ struct BuiltinKernelSpec {
 
 std::vector<BuiltinKernelSpec> conv_kernel_specs();         // conv-*, dwconv-* (nn-Meter's 15)
 std::vector<BuiltinKernelSpec> swish_conv_kernel_specs();   // conv-bn-swish, dwconv-bn-swish
+std::vector<BuiltinKernelSpec> grouped_conv_kernel_specs(); // gconv-bn-relu
 std::vector<BuiltinKernelSpec> pool_kernel_specs();         // maxpool, avgpool, global-avgpool
 std::vector<BuiltinKernelSpec> structural_kernel_specs();   // fc, concat, split, channelshuffle, se
 std::vector<BuiltinKernelSpec> elementwise_kernel_specs();  // bnrelu, bn, hswish, swish, relu, addrelu, add

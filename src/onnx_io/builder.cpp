@@ -196,12 +196,13 @@ int64_t same_out(int64_t hw, int64_t stride) { return (hw + stride - 1) / stride
 
 std::string conv2d(GraphBuilder& g, const std::string& x, const Conv2dSpec& s) {
   const int64_t cout = s.depthwise ? s.cin : s.cout;
-  const int64_t per_group_in = s.depthwise ? 1 : s.cin;
+  const int64_t groups = s.depthwise ? s.cin : s.groups;
+  const int64_t per_group_in = s.cin / groups;
   std::string w = g.he_weight("conv_weight", {cout, per_group_in, s.kernel, s.kernel}, per_group_in * s.kernel * s.kernel);
   std::string b = g.random_weight("conv_bias", {cout}, -0.1f, 0.1f);
   std::vector<Attr> attrs = {attr_ints("kernel_shape", {s.kernel, s.kernel}), attr_ints("strides", {s.stride, s.stride}),
                              attr_ints("pads", same_pads(s.hw, s.kernel, s.stride)), attr_ints("dilations", {1, 1}),
-                             attr_int("group", s.depthwise ? s.cin : 1)};
+                             attr_int("group", groups)};
   return g.node1("Conv", {x, w, b}, attrs);
 }
 

@@ -67,6 +67,7 @@ class GraphBuilder {
 struct Conv2dSpec {
   int64_t cin, cout, kernel, stride, hw;  // hw: input height = width
   bool depthwise = false;
+  int64_t groups = 1;  // a grouped conv's groups (depthwise: ignored, the groups are CIN)
 };
 // TF "same" padding: output ceil(hw/stride), extra padding at the end, written as explicit pads.
 std::vector<int64_t> same_pads(int64_t hw, int64_t kernel, int64_t stride);

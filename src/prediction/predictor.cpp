@@ -78,25 +78,28 @@ std::vector<std::string> elementwise_candidates(bool binary) {
 // on nn-Meter's kernels has conv-bn-relu. On a backend that fuses conv and bn (its rule obeyed) the two cost
 // the same, so the one regressor is the other's own, not a stand-in.
 bool bn_twin(const std::string& kernel, const std::string& candidate, const FusionRules& rules) {
-  for (const std::string type : {"dwconv", "conv"}) {
+  for (const std::string type : {"gconv", "dwconv", "conv"}) {
     auto with_bn = [&](const std::string& k) {
       if (k.rfind(type + "-bn", 0) == 0) return k;
       return k == type + "-block" ? type + "-bn" : type + "-bn" + k.substr(type.size());
     };
     if (kernel.rfind(type + "-", 0) == 0 && candidate.rfind(type + "-", 0) == 0)
-      return kernel != candidate && with_bn(kernel) == with_bn(candidate) && rules.can_fuse(type, "bn");
+      return kernel != candidate && with_bn(kernel) == with_bn(candidate) &&
+             rules.can_fuse(type == "gconv" ? "conv" : type, "bn");
   }
   return false;
 }
 
 }  // namespace
 
+bool is_grouped_conv(const std::string& kernel) { return kernel.rfind("gconv-", 0) == 0; }
+
 std::vector<std::string> stand_in_kernels(const std::string& kernel) {
   std::vector<std::string> out = {kernel};
   auto add = [&](std::string k) {
     if (std::find(out.begin(), out.end(), k) == out.end()) out.push_back(std::move(k));
   };
-  for (const std::string type : {"dwconv", "conv"}) {
+  for (const std::string type : {"gconv", "dwconv", "conv"}) {
     if (kernel.rfind(type + "-", 0) != 0) continue;
     // The same activation first (BN folded into the conv costs nothing), then its nearest twin, then nn-Meter's
     // family order.
@@ -114,6 +117,8 @@ std::vector<std::string> stand_in_kernels(const std::string& kernel) {
     }
     for (const char* member : {"bn-relu", "bn-relu6", "relu", "bn", "relu6", "block", "hswish", "bn-hswish"})
       add(type + "-" + member);
+    if (type == "gconv")
+      for (auto& k : stand_in_kernels(kernel.substr(1))) add(std::move(k));
     return out;
   }
   if (kernel == "bnrelu") add("bn");
@@ -194,7 +199,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   std::map<std::string, std::vector<size_t>> batches;  // predictor kernel → its kernels (indices in out.kernels)
   for (auto& k : detect_kernels(ir, s.rules)) {
     KernelPrediction p{std::move(k.name), std::move(k.op), "", std::move(k.kernel), std::move(k.config), {}, 0.0,
-                       k.groups, "", std::move(k.nodes), false};
+                       1, "", std::move(k.nodes), false};
     if (k.kind == KernelKind::unsupported) {
       uncover(p.nodes, k.reason);
       continue;
@@ -212,6 +217,11 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
                              fmt::join(options, ", ")));
       continue;
     }
+    if (is_grouped_conv(p.kernel) && !is_grouped_conv(p.predictor_kernel)) {
+      // No grouped conv kernel: GROUPS independent convs of CIN/GROUPS → COUT/GROUPS.
+      p.groups = p.config["GROUPS"].get<int64_t>();
+      for (const char* key : {"CIN", "COUT"}) p.config[key] = p.config[key].get<int64_t>() / p.groups;
+    }
     const bool twin = !ew && bn_twin(p.kernel, p.predictor_kernel, s.rules);
     p.stand_in = ew || (p.predictor_kernel != p.kernel && !twin);
     if (ew)
@@ -221,8 +231,8 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
                            p.predictor_kernel);
     else if (p.stand_in)
       p.note = fmt::format("no {} predictor; predicted by {}", p.kernel, p.predictor_kernel);
-    if (k.groups > 1)
-      p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", k.groups,
+    if (p.groups > 1)
+      p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", p.groups,
                             p.predictor_kernel, p.config["CIN"].get<int64_t>(), p.config["COUT"].get<int64_t>());
     p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(p.config);
     batches[p.predictor_kernel].push_back(out.kernels.size());

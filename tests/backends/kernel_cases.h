@@ -34,7 +34,8 @@ inline const std::map<std::string, std::string>& kernels_without_tflite_export()
   static const std::map<std::string, std::string> kernels = {{"layernorm", "op 'Pow' has no TFLite export"},
                                                              {"gelu", "op 'Erf' has no TFLite export"},
                                                              {"linear-gelu", "op 'Erf' has no TFLite export"},
-                                                             {"matmul", "MatMul node 'MatMul_0'"}};
+                                                             {"matmul", "MatMul node 'MatMul_0'"},
+                                                             {"gconv-bn-relu", "grouped convolution"}};
   return kernels;
 }
 
@@ -60,6 +61,11 @@ inline KernelConfig shrunk(KernelConfig config, int64_t max_hw, int64_t max_chan
     const int64_t v = value.get<int64_t>();
     if (key == "HW") value = std::min(v, max_hw);
     if ((key.starts_with("CIN") || key == "COUT") && v > max_channels) value = max_channels;
+  }
+  if (config.contains("GROUPS")) {  // a grouped conv: at most 4 groups, channels in whole groups
+    const int64_t g = std::min<int64_t>(config["GROUPS"].get<int64_t>(), 4);
+    config["GROUPS"] = g;
+    for (const char* key : {"CIN", "COUT"}) config[key] = std::max(g, config[key].get<int64_t>() / g * g);
   }
   return config;
 }

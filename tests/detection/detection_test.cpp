@@ -174,16 +174,16 @@ TEST(Detection, SiblingSlicesAreOneSplit) {
   EXPECT_EQ(ks[0].config, (Json{{"HW", 8}, {"CIN", 32}}));
 }
 
-TEST(Detection, GroupedConvIsNotDense) {
+TEST(Detection, GroupedConvIsAKernelOfItsOwn) {
   LayerBuilder b("grouped");
   const auto x = b.input("x", {1, 32, 28, 28});
   b.output(b.relu(b.conv_batchnorm(b.relu(b.conv_batchnorm(x, 64, 3, 1, 4)), 64, 3, 1, 64)));
   const auto ks = detect(b.model(), cpu_rules());
   ASSERT_EQ(ops_of(ks), (S{"conv-bn-relu", "dwconv-bn-relu"}));
-  EXPECT_EQ(ks[0].groups, 4);
+  EXPECT_EQ(ks[0].kernel, "gconv-bn-relu");
   EXPECT_EQ(ks[0].config,
-            (Json{{"HW", 28}, {"CIN", 8}, {"COUT", 16}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
-  EXPECT_EQ(ks[1].groups, 1);
+            (Json{{"HW", 28}, {"CIN", 32}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
+  EXPECT_EQ(ks[1].kernel, "dwconv-bn-relu");
   EXPECT_EQ(ks[1].config, (Json{{"HW", 28}, {"CIN", 64}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}}));
 }
 

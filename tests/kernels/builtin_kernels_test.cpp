@@ -17,8 +17,9 @@ const std::vector<std::string> kSeedOrder = {
     "dwconv-bn-relu6", "dwconv-block", "dwconv-bn-hswish", "maxpool",      "avgpool",         "fc",
     "concat",       "split",          "channelshuffle",  "se",             "global-avgpool",  "bnrelu",
     "bn",           "hswish",         "swish",           "relu",           "addrelu",         "add",
-    // Not nn-Meter's: SiLU blocks (EfficientNet, NAS spaces), and transformers' kernels.
-    "conv-bn-swish", "dwconv-bn-swish", "layernorm", "gelu", "softmax", "linear", "linear-gelu", "matmul"};
+    // Not nn-Meter's: SiLU blocks (EfficientNet, NAS spaces), transformers' kernels, grouped convs.
+    "conv-bn-swish", "dwconv-bn-swish", "layernorm", "gelu", "softmax", "linear", "linear-gelu", "matmul",
+    "gconv-bn-relu"};
 
 KernelSuite suite_for(const std::string& name, const Json& pbc = Json::object()) {
   for (auto& info : builtin_kernels())
@@ -31,7 +32,7 @@ int64_t at(const Json& c, const char* k) { return c.at(k).get<int64_t>(); }
 
 // The output shapes a config implies, written independently of the kernel code.
 std::vector<Shape> expected_outputs(const std::string& k, const Json& c, int64_t b) {
-  if (k.rfind("conv-", 0) == 0) {
+  if (k.rfind("conv-", 0) == 0 || k.rfind("gconv-", 0) == 0) {
     int64_t o = ceil_div(at(c, "HW"), at(c, "STRIDES"));
     return {{b, at(c, "COUT"), o, o}};
   }
@@ -62,6 +63,9 @@ std::vector<Json> edge_configs(const std::string& k) {
   if (k.rfind("conv-", 0) == 0)
     return {{{"HW", 1}, {"CIN", 3}, {"COUT", 5}, {"KERNEL_SIZE", 7}, {"STRIDES", 2}},
             {{"HW", 13}, {"CIN", 8}, {"COUT", 4}, {"KERNEL_SIZE", 3}, {"STRIDES", 4}}};
+  if (k.rfind("gconv-", 0) == 0)
+    return {{{"HW", 1}, {"CIN", 4}, {"COUT", 6}, {"KERNEL_SIZE", 7}, {"STRIDES", 2}, {"GROUPS", 2}},
+            {{"HW", 13}, {"CIN", 48}, {"COUT", 48}, {"KERNEL_SIZE", 3}, {"STRIDES", 4}, {"GROUPS", 3}}};
   if (k.rfind("dwconv-", 0) == 0)
     return {{{"HW", 1}, {"CIN", 3}, {"KERNEL_SIZE", 7}, {"STRIDES", 2}},
             {{"HW", 15}, {"CIN", 6}, {"COUT", 6}, {"KERNEL_SIZE", 5}, {"STRIDES", 2}}};
@@ -163,6 +167,13 @@ TEST(BuiltinKernels, FixesNnMetersCompositionBugs) {
   EXPECT_EQ(conv_group(m), 16);
   EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "BatchNormalization", "Sigmoid", "Mul"}));
 
+  // A grouped conv: one Conv with its group, weights of CIN / GROUPS inputs per output channel.
+  m = test::parse_model(suite_for("gconv-bn-relu").kernel->build_onnx({{"HW", 14}, {"CIN", 16}, {"COUT", 32},
+                                                                       {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}, 1));
+  EXPECT_EQ(conv_group(m), 4);
+  EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "BatchNormalization", "Relu"}));
+  EXPECT_EQ(m.graph().initializer(0).dims(1), 4);
+
   m = test::parse_model(suite_for("conv-relu6").kernel->build_onnx(conv, 1));
   EXPECT_EQ(op_types(m), (std::vector<std::string>{"Conv", "Clip"}));
   std::vector<float> bounds;
@@ -258,6 +269,9 @@ TEST(BuiltinKernels, BadConfigsAreOneLineErrors) {
   EXPECT_NO_THROW(suite_for("conv-bn-relu").kernel->build_onnx(with("KERNEL_SIZE", 20), 1));
   expect_rejected("conv-bn-relu", {{"HW", 2048}, {"CIN", 32768}, {"COUT", 32}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}},
                   "exceed");
+  expect_rejected("gconv-bn-relu", ok, "missing key GROUPS");
+  expect_rejected("gconv-bn-relu", with("GROUPS", 1), "GROUPS = 1 is out of range");
+  expect_rejected("gconv-bn-relu", with("GROUPS", 3), "CIN and COUT must be multiples of GROUPS");
   expect_rejected("conv-bn-relu", ok, "BATCH_SIZE = 0", 0);
   expect_rejected("conv-bn-relu", Json::array({1, 2}), "expected a JSON object");
   expect_rejected("dwconv-bn", with("COUT", 8), "COUT must equal CIN");

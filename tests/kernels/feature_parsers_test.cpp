@@ -25,6 +25,19 @@ TEST(FeatureParsers, ConvAppendsFlopsAndParams) {
             Json({{"HW", 56}, {"CIN", 24}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}));
 }
 
+TEST(FeatureParsers, GroupedConvCountsOneGroupsInputsPerOutputChannel) {
+  auto p = parser_for("gconv-bn-relu");
+  EXPECT_EQ(p->needed_config(), (std::vector<std::string>{"HW", "CIN", "COUT", "KERNEL_SIZE", "STRIDES", "GROUPS"}));
+  // params = 64 * (9 * 24 / 4 + 1) = 3520; flops = 2 * 28 * 28 * 3520.
+  const Json c = {{"HW", 56}, {"CIN", 24}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}, {"GROUPS", 4}};
+  auto f = p->get_feature_by_config(c);
+  ASSERT_EQ(f.size(), 9u);
+  EXPECT_DOUBLE_EQ(f[6], 2.0 * 28 * 28 * 3520 / 2e6);
+  EXPECT_DOUBLE_EQ(f[7], 3520 / 1e6);
+  EXPECT_DOUBLE_EQ(f[8], 6);  // the group width
+  EXPECT_EQ(p->get_config_by_feature(f), c);
+}
+
 TEST(FeatureParsers, DwconvUsesCinAsCoutAndRealValuedStrides) {
   auto p = parser_for("dwconv-bn-relu");
   auto f = p->get_feature_by_config({{"HW", 7}, {"CIN", 10}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}});

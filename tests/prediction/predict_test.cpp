@@ -80,7 +80,7 @@ TEST(Predict, FileMemoryAndIrJsonAgree) {
   EXPECT_EQ(p.to_json()["kernels"].size(), p.kernels.size());
 }
 
-TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
+TEST(Predict, GroupedConvWithoutItsKernelIsGroupsTimesOneGroupAndSaysSo) {
   const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
   LayerBuilder b("grouped");
   b.output(b.relu(b.conv_bn(b.input("x", {1, 64, 28, 28}), 128, 3, 1, 8)));
@@ -90,8 +90,32 @@ TEST(Predict, GroupedConvIsGroupsTimesOneGroup) {
   one.output(one.relu(one.conv_bn(one.input("x", {1, 8, 28, 28}), 16, 3)));
   const ModelPrediction single = predictor.predict_ir(onnx_to_ir(one.model(), "one"));
   EXPECT_DOUBLE_EQ(grouped.latency_ms, 8 * single.latency_ms);
-  EXPECT_EQ(grouped.kernels[0].groups, 8);
-  EXPECT_NE(grouped.kernels[0].note.find("grouped conv: 8 x"), std::string::npos);
+  const KernelPrediction& k = grouped.kernels[0];
+  EXPECT_EQ(k.kernel, "gconv-relu");  // the exporter folded the BN
+  EXPECT_EQ(k.predictor_kernel, "conv-bn-relu");
+  EXPECT_EQ(k.groups, 8);
+  EXPECT_EQ(k.config["CIN"], 8);  // one group's
+  EXPECT_TRUE(k.stand_in);
+  EXPECT_EQ(grouped.stand_ins(), (std::map<std::string, size_t>{{"gconv-relu -> conv-bn-relu", 1}}));
+  EXPECT_NE(k.note.find("grouped conv: 8 x"), std::string::npos);
+}
+
+TEST(Predict, GroupedConvUsesTheGroupedConvKernelWhenThePredictorHasIt) {
+  const Folder folder({"conv-bn-relu", "gconv-bn-relu"}, test::rules_json({"BF_conv_bn", "BF_conv_relu"}));
+  const auto predictor = LatencyPredictor::from_folder(folder.path);
+  LayerBuilder b("grouped");
+  b.output(b.relu(b.conv_bn(b.input("x", {1, 64, 28, 28}), 128, 3, 1, 8)));  // BN folded, as exporters write it
+  const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "grouped"));
+  ASSERT_EQ(p.kernels.size(), 1u);
+  const KernelPrediction& k = p.kernels[0];
+  EXPECT_EQ(k.kernel, "gconv-relu");
+  EXPECT_EQ(k.predictor_kernel, "gconv-bn-relu");
+  EXPECT_FALSE(k.stand_in);  // the backend fuses the BN: its twin is its own
+  EXPECT_EQ(k.groups, 1);
+  EXPECT_EQ(k.config, (Json{{"HW", 28}, {"CIN", 64}, {"COUT", 128}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 8}}));
+  const auto parser = find_kernel(Registry(), "gconv-bn-relu").create(Json::object()).parser;
+  EXPECT_DOUBLE_EQ(k.latency_ms, load_predictor_folder(folder.path).predict("gconv-bn-relu", {parser->get_feature_by_config(k.config)})[0]);
+  EXPECT_TRUE(p.stand_ins().empty());
 }
 
 TEST(Predict, ElementwiseOpsAreCoveredAndLayoutOpsAreFree) {

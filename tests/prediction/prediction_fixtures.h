@@ -57,6 +57,7 @@ inline const DetectedKernel& kernel_with_op(const std::vector<DetectedKernel>& k
 inline double synthetic_latency(const std::string& kernel, const KernelConfig& c) {
   auto v = [&](const char* key, double fallback = 1) { return c.contains(key) ? c[key].get<double>() : fallback; };
   const double hw = v("HW"), cin = v("CIN", v("CIN1")), cout = v("COUT", cin), k = v("KERNEL_SIZE"), s = v("STRIDES", v("POOL_STRIDES"));
+  if (kernel.rfind("gconv", 0) == 0) return 0.005 + (hw / s) * (hw / s) * cin * cout / v("GROUPS") * k * k * 2e-9;
   if (kernel.rfind("dwconv", 0) == 0) return 0.002 + (hw / s) * (hw / s) * cin * k * k * 2e-7;
   if (kernel.rfind("conv", 0) == 0) return 0.005 + (hw / s) * (hw / s) * cin * cout * k * k * 2e-9;
   if (kernel == "fc") return 0.003 + cin * cout * 1e-8;

@@ -127,6 +127,29 @@ TEST(PriorSampling, EverySamplerReturnsExactlyNPositiveConfigs) {
   }
 }
 
+TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
+  const auto configs = suite_for("gconv-bn-relu").sampler->prior_config_sampling(400, 5);
+  std::set<int64_t> widths;
+  for (const auto& c : configs) {
+    const int64_t g = c["GROUPS"], cin = c["CIN"], cout = c["COUT"];
+    EXPECT_GE(g, 2) << c.dump();
+    EXPECT_EQ(cin % g, 0) << c.dump();
+    EXPECT_EQ(cout % g, 0) << c.dump();
+    widths.insert(cin / g);
+  }
+  EXPECT_GE(widths.size(), 6u);  // narrow (RegNet-like) and wide (ResNeXt-like) groups alike
+  // No real layer is mixed in and no channel is re-rounded: the grouped families stay held out, groups whole.
+  EXPECT_EQ(suite_for("gconv-bn-relu", {{"PRIOR_ROWS", 0.5}, {"ALIGNED_CHANNELS", 1.0}})
+                .sampler->prior_config_sampling(400, 5),
+            configs);
+  // Fine-grained samples keep the groups and move the channels in whole groups.
+  for (const auto& c : suite_for("gconv-bn-relu").sampler->finegrained_config_sampling(5, {configs[100]}, 3)) {
+    EXPECT_EQ(c["GROUPS"], configs[100]["GROUPS"]);
+    EXPECT_EQ(c["CIN"].get<int64_t>() % c["GROUPS"].get<int64_t>(), 0) << c.dump();
+    EXPECT_EQ(c["COUT"].get<int64_t>() % c["GROUPS"].get<int64_t>(), 0) << c.dump();
+  }
+}
+
 TEST(PriorSampling, FamilySpecificRules) {
   for (const char* k : {"split", "channelshuffle", "se"})
     for (const auto& c : suite_for(k).sampler->prior_config_sampling(300, 3)) EXPECT_EQ(c["CIN"].get<int>() % 2, 0);
