@@ -5,9 +5,10 @@
 // folder's calibrated composition factor if it has one (composition.json, `nn-meter calibrate`).
 //
 // Fixed on purpose against nn-Meter (docs/differences-from-nn-meter.md): grouped convs are predicted by the
-// gconv-bn-relu kernel, or as GROUPS convs of one group by a predictor without it, never as one dense conv; global pooling uses the real input size; concat features come from
-// the builder's parser; an op without a predictor is never silently 0 ms — it is covered by an
-// element-wise predictor, counted as a 0 ms layout op by construction, or reported as uncovered.
+// gconv-bn-relu kernel, or as GROUPS convs of one group by a predictor without it, never as one dense conv;
+// global pooling uses the real input size; concat features come from the builder's parser; an op without a
+// predictor is never silently 0 ms — it is covered by an element-wise predictor, counted as a 0 ms layout op by
+// construction, or reported as uncovered.
 #pragma once
 
 #include <map>

@@ -55,9 +55,9 @@ std::vector<BuiltinKernelSpec> builtin_kernel_specs() {
   // Ours, after nn-Meter's 30 so its listing stays as it was.
   auto swish = swish_conv_kernel_specs();  // conv-bn-swish, dwconv-bn-swish
   all.insert(all.end(), swish.begin(), swish.end());
-  auto grouped = grouped_conv_kernel_specs();  // gconv-bn-relu
   auto transformer = transformer_kernel_specs();
   all.insert(all.end(), transformer.begin(), transformer.end());
+  auto grouped = grouped_conv_kernel_specs();  // gconv-bn-relu
   all.insert(all.end(), grouped.begin(), grouped.end());
   return all;
 }
