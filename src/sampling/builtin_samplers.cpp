@@ -204,8 +204,8 @@ class BuiltinSampler : public ConfigSampler {
   // so every sample is drawn: HW and CIN from the conv columns, then a group width, CIN rounded to whole groups.
   // Channels are whole groups already, so ALIGNED_CHANNELS and PRIOR_ROWS leave these samples alone.
   std::vector<KernelConfig> gconv_prior(int n, Rng& rng) const {
-    // Groups of 2 channels ran 10-50 times slower per FLOP than those of 16 or more on onednn_cpu, and no
-    // network of torchvision has them: samples there taught the regressor little but an outlier.
+    // Groups of 2 channels ran some 50 times slower per FLOP than those of 16 or more on onednn_cpu (medians 4
+    // and 180-240 GFLOP/s), and no torchvision network has them: such samples taught the regressor outliers.
     static const std::vector<int64_t> kGroupWidths = {4, 8, 16, 24, 32, 48, 64, 128};
     PriorTable t = table("conv.csv", {"input_h", "cin"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
