@@ -142,6 +142,9 @@ struct EvaluateReport {
   std::vector<ModelEvaluation> calibration_models;
   std::optional<CompositionFit> calibration;
   fs::path composition_file;
+  // With calibrate_on and a predictor calibrated by its build: the same models scored with the predictor's own
+  // term, as predict gives them. The gap to `summary` is the machine's level moving since the build.
+  std::optional<AccuracySummary> own_composition_summary;
   std::map<std::string, KernelEvaluation> kernels;            // with EvaluateSettings::kernels, by id
   std::map<std::string, KernelTypeSummary> by_kernel_type;  // idem, by predictor kernel
   std::string kernels_csv() const;

@@ -342,6 +342,9 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     } catch (const Error& e) {
       throw Error(fmt::format("--calibrate-on: {}", e.what()));
     }
+    if (report.composition)
+      report.own_composition_summary = summarize_predictions(report.models, report.protocol.statistic,
+                                                             [](const ModelEvaluation& m) { return m.predicted_ms; });
     report.composition = report.calibration->composition;
     for (auto& m : report.models)
       if (m.predicted_ms) m.predicted_ms = m.predicted_with(*report.composition);
@@ -418,6 +421,7 @@ Json EvaluateReport::to_json() const {
     out["composition_file"] = composition_file.string();
   }
   if (kernel_sum_summary) out["kernel_sum_summary"] = kernel_sum_summary->to_json();
+  if (own_composition_summary) out["own_composition_summary"] = own_composition_summary->to_json();
   if (!kernels.empty()) {
     Json list = Json::array(), types = Json::object();
     for (const auto& [kid, k] : kernels) {
@@ -533,6 +537,11 @@ std::string EvaluateReport::to_table() const {
       out += fmt::format("; its neighbours' correction on each network held out: within ±5% {:.1f}% against {:.1f}% for the "
                          "term alone", 100 * n->within5, 100 * calibration->network_out_term->within5);
     out += fmt::format("\nthe term is in {} (copy it into the predictor folder to keep it)\n", composition_file.string());
+    if (const auto& o = own_composition_summary)
+      out += fmt::format("with the predictor's own composition, fitted when it was built, as predict gives them: RMSPE {:.1f}%, "
+                         "within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%); the difference is the machine's "
+                         "level since the build: nn-meter calibrate --refresh re-levels the predictor\n",
+                         o->rmspe, 100 * o->within5, 100 * o->within10, 100 * o->mean_error);
   }
   if (composition && kernel_sum_summary)
     out += fmt::format("{} the plain sum of kernels scores RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%)\n",

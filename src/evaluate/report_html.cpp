@@ -316,6 +316,12 @@ p.headline {{ font-size: 16px; max-width: 60em; }}
         escape(composition->describe() + (composition->describe_fit().empty() ? "" : "; " + composition->describe_fit())));
     out.replace(out.rfind("</table>"), 8, row);
   }
+  if (const auto& o = own_composition_summary)
+    out.replace(out.rfind("</table>"), 8,
+                fmt::format("<tr><td>predictor's own composition</td><td>RMSPE {:.1f}%, within ±5% {}, within ±10% {}, mean "
+                            "error {:+.1f}% (the same measurements, as predict gives them: the term fitted when the "
+                            "predictor was built; the gap is the machine's level since then)</td></tr>\n</table>",
+                            o->rmspe, pct(o->within5), pct(o->within10), 100 * o->mean_error));
   out += "<h2>Predicted versus measured</h2>\n<p>Green: within ±10 % (the shaded band); red: outside it.</p>\n" + scatter(*this);
   out += "<h2>Error by model family</h2>\n" + family_bars(*this);
   out += "<h2>Drift over the run</h2>\n<p>Each dot is one repeat against its model's median repeat; the line is the "

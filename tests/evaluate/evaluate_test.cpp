@@ -417,6 +417,25 @@ TEST_F(EvaluateCli, CalibrateOnFitsTheTermInTheSameOrderAndPredictsWithIt) {
                                  "on each of their families held out it scores RMSPE", "without it, the plain sum of kernels scores"})
     EXPECT_TRUE(contains(table.out, line)) << line << "\n" << table.out;
   EXPECT_TRUE(contains(read_text(dir / "report.html"), "composition fitted on the 3 networks of --calibrate-on"));
+  EXPECT_FALSE(doc.contains("own_composition_summary"));  // the predictor had no term of its own
+
+  // A predictor calibrated by its build is also scored with its own term, as predict gives it: here that term is
+  // the one just fitted, so both score alike; nothing is measured again.
+  fs::copy_file(dir / kCompositionFile, folder / kCompositionFile);
+  const CliResult own = run({"evaluate", "--onnx", eval.string(), "--calibrate-on", cal.string(), "--work-dir",
+                             dir.string(), "--json"});
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(count_lines(dir / "journal.jsonl"), 8u);
+  const Json own_doc = Json::parse(own.out);
+  ASSERT_TRUE(own_doc.contains("own_composition_summary")) << own.out;
+  EXPECT_EQ(own_doc["own_composition_summary"]["models"], 1);
+  EXPECT_NEAR(own_doc["own_composition_summary"]["rmspe"].get<double>(), own_doc["summary"]["rmspe"].get<double>(), 1e-9);
+  EXPECT_NE(own_doc["own_composition_summary"]["rmspe"], own_doc["kernel_sum_summary"]["rmspe"]);
+  const CliResult own_table = run({"evaluate", "--onnx", eval.string(), "--calibrate-on", cal.string(), "--work-dir", dir.string()});
+  EXPECT_TRUE(contains(own_table.out, "with the predictor's own composition, fitted when it was built, as predict gives them: RMSPE"))
+      << own_table.out;
+  EXPECT_TRUE(contains(read_text(dir / "report.html"), "<tr><td>predictor's own composition</td>"));
+  fs::remove(folder / kCompositionFile);
 
   // A network both evaluated and calibrated on, or a missing folder: one line, nothing measured.
   for (const auto& [args, expected] : std::vector<std::pair<std::vector<std::string>, std::string>>{
