@@ -13,6 +13,7 @@
 
 #include "common/io.h"
 #include "networks/architectures.h"
+#include "networks/layers.h"
 #include "nnmeter/latency.h"
 #include "nnmeter/prediction.h"
 #include "support/test_support.h"
@@ -211,6 +212,36 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   CliResult again = run_cli(build, tmp / "home");
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
+}
+
+// A grouped conv's config is the whole layer's (GROUPS in it): it is a sample of gconv-bn-relu only, never of
+// conv-bn-relu, its stand-in in prediction, which would learn a dense conv of that size from it.
+TEST(BuildCli, SampleModelsGiveAGroupedLayerOnlyToTheGroupedKernel) {
+  networks::LayerBuilder b("grouped");
+  const std::string dense = b.relu(b.conv_bn(b.input("x", {1, 16, 14, 14}), 32, 3));
+  b.output(b.relu(b.conv_bn(dense, 64, 3, 1, 4)));  // 4 groups of 8 input channels
+  const std::string conv = "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n";
+  for (const bool with_gconv : {true, false}) {
+    SCOPED_TRACE(with_gconv ? "with gconv-bn-relu" : "conv-bn-relu alone");
+    TempDir tmp;
+    const fs::path ws =
+        make_workspace(tmp, conv + (with_gconv ? "  gconv-bn-relu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n" : ""));
+    write_text(tmp / "nets" / "grouped.onnx", b.model().SerializeAsString());
+    write_text(ws / "configs" / "predictorbuild_config.yaml",
+               read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
+    CliResult built =
+        run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home");
+    ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+    const fs::path results = ws / "predictor_build" / "results";
+    const Json dense_samples = io::load_json_file(results / "conv-bn-relu_models.json")["conv-bn-relu"];
+    ASSERT_EQ(dense_samples.size(), 1u) << dense_samples.dump();
+    EXPECT_EQ(dense_samples.begin().value()["config"]["CIN"], 16);
+    if (!with_gconv) continue;
+    const Json grouped = io::load_json_file(results / "gconv-bn-relu_models.json")["gconv-bn-relu"];
+    ASSERT_EQ(grouped.size(), 1u) << grouped.dump();
+    EXPECT_EQ(grouped.begin().value()["config"],
+              (Json{{"HW", 14}, {"CIN", 32}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
+  }
 }
 
 // CALIBRATION_NETWORKS: the build measures them once its kernels are trained and writes the composition term
