@@ -88,7 +88,7 @@ KERNELS:
   concat:          {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   split:           {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
   channelshuffle:  {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
-  gconv-bn-relu:   {INIT_SAMPLE_NUM: 120, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
+  gconv-bn-relu:   {INIT_SAMPLE_NUM: 200, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}
 )YAML";
 
 constexpr const char* kTransformers = R"YAML(# Preset transformers: ViT/DeiT, ConvNeXt, MobileViT-style and BERT-style networks as PyTorch

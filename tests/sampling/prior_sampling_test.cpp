@@ -130,14 +130,19 @@ TEST(PriorSampling, EverySamplerReturnsExactlyNPositiveConfigs) {
 TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
   const auto configs = suite_for("gconv-bn-relu").sampler->prior_config_sampling(400, 5);
   std::set<int64_t> widths;
+  int at56 = 0;
   for (const auto& c : configs) {
     const int64_t g = c["GROUPS"], cin = c["CIN"], cout = c["COUT"];
     EXPECT_GE(g, 2) << c.dump();
     EXPECT_EQ(cin % g, 0) << c.dump();
     EXPECT_EQ(cout % g, 0) << c.dump();
     widths.insert(cin / g);
+    const int64_t hw = c["HW"];
+    EXPECT_LE(hw * hw * cin, 56 * 56 * 256) << c.dump() << " is wider than torchvision's grouped layers";
+    if (hw == 56) ++at56;
   }
   EXPECT_GE(widths.size(), 6u);  // narrow (RegNet-like) and wide (ResNeXt-like) groups alike
+  EXPECT_GE(at56, 40);           // the bound narrows the wide layers, not every layer
   // No real layer is mixed in and no channel is re-rounded: the grouped families stay held out, groups whole.
   EXPECT_EQ(suite_for("gconv-bn-relu", {{"PRIOR_ROWS", 0.5}, {"ALIGNED_CHANNELS", 1.0}})
                 .sampler->prior_config_sampling(400, 5),

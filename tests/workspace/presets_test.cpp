@@ -85,7 +85,7 @@ TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   const PredictorBuildConfig accurate = typed("accurate");
   EXPECT_EQ(accurate.kernels.size(), 20u);
   EXPECT_EQ(accurate.kernel("conv-bn-swish").init_sample_num, 250);
-  EXPECT_EQ(accurate.kernel("gconv-bn-relu").init_sample_num, 120);
+  EXPECT_EQ(accurate.kernel("gconv-bn-relu").init_sample_num, 200);
   EXPECT_EQ(accurate.kernel("channelshuffle").iteration, 1);
   EXPECT_EQ(accurate.prior_rows, 0);
   EXPECT_EQ(accurate.sample_models, std::vector<fs::path>{"calibration-72"});
