@@ -29,6 +29,7 @@ struct PredictorBuildConfig {
   double prior_rows = 0;                        // PRIOR_ROWS: share of prior samples that are real layers
   std::set<std::string> prior_rows_exclude;     // PRIOR_ROWS_EXCLUDE: model names those layers never come from
   double aligned_channels = 0;                  // ALIGNED_CHANNELS: share with channels rounded to multiples of 8
+  double stem_samples = 0;                      // STEM_SAMPLES: share of conv samples that are 3-channel stems
   std::vector<int64_t> input_resolutions;       // INPUT_RESOLUTIONS: HW scaled to these inputs; empty: 224
   std::vector<double> width_multipliers;        // WIDTH_MULTIPLIERS: PRIOR_ROWS at these widths; empty: as they are
   // SAMPLE_MODELS: networks whose layers (kernels as the backend's fusion rules detect them) are added to the

@@ -102,6 +102,7 @@ class BuiltinSampler : public ConfigSampler {
         row_share_(build.prior_rows),
         row_exclude_(build.prior_rows_exclude),
         aligned_share_(build.aligned_channels),
+        stem_share_(build.stem_samples),
         resolutions_(build.input_resolutions),
         widths_(build.width_multipliers) {}
 
@@ -181,7 +182,28 @@ class BuiltinSampler : public ConfigSampler {
     align_channels(out, align_rng);
     mix_in_rows(out, "conv.csv",
                 {{"input_h", "HW"}, {"cin", "CIN"}, {"cout", "COUT"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
+    add_stems(out, rng);
     return out;
+  }
+
+  // STEM_SAMPLES: a network's first conv reads the 3-channel image at full resolution, and its speed per FLOP is
+  // unlike any other layer's. Column-wise draws give no such layer and PRIOR_ROWS rarely one (7 distinct stems
+  // among the library's 1,251 rows): the main job's build had none among its 165 conv samples and predicted real
+  // stems 4-5x too slow, +11 % on a whole MobileNetV3 at 224 (bench/RESULTS-main-job.md). That share of the
+  // samples becomes stems at the resolutions networks are run at, at positions of a stream of its own.
+  void add_stems(std::vector<KernelConfig>& out, Rng& rng) const {
+    static const std::vector<int64_t> kStemHw = {96, 128, 160, 192, 224, 256, 288}, kStemCout = {16, 24, 32, 48, 64, 96};
+    const auto k = static_cast<int>(std::lround(stem_share_ * static_cast<double>(out.size())));
+    if (k == 0) return;
+    Rng stem_rng(rng.next());
+    for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, k, stem_rng)) {
+      const uint64_t ks = stem_rng.below(10), stride = stem_rng.below(8);
+      out[static_cast<size_t>(at)] = {{"HW", kStemHw[stem_rng.below(kStemHw.size())]},
+                                      {"CIN", 3},
+                                      {"COUT", kStemCout[stem_rng.below(kStemCout.size())]},
+                                      {"KERNEL_SIZE", ks < 6 ? 3 : ks < 9 ? 7 : 5},  // MobileNets 3, ResNets 7
+                                      {"STRIDES", stride == 0 ? 1 : 2}};              // VGG's stem keeps HW
+    }
   }
 
   std::vector<KernelConfig> dwconv_prior(int n, Rng& rng, Rng& align_rng) const {
@@ -555,6 +577,7 @@ class BuiltinSampler : public ConfigSampler {
   double row_share_ = 0;
   std::set<std::string> row_exclude_;
   double aligned_share_ = 0;
+  double stem_share_ = 0;
   std::vector<int64_t> resolutions_;
   std::vector<double> widths_;
 };

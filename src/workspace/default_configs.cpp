@@ -20,6 +20,10 @@ BATCH_SIZE: 1
 # to +5.5 % on onednn_cpu, bench/RESULTS-accuracy.md). PRIOR_ROWS_EXCLUDE: [names] leaves out the library's
 # rows of those models (its `model` column), e.g. the ones you will evaluate the predictor on.
 PRIOR_ROWS: 0.3
+# STEM_SAMPLES: share of the conv samples that are a network's first conv, reading the 3-channel image at an
+# input resolution (absent: none, nn-Meter's sampling). Without them the stems were predicted 4-5x too slow
+# (bench/RESULTS-main-job.md).
+STEM_SAMPLES: 0.0625
 # SAMPLE_MODELS: [network sets, ONNX files or folders] adds every layer of these networks (each kernel as the
 # backend's fusion rules detect it) to the prior samples: the networks of your search space, or variants of the
 # ones you will predict. A set is one of `nn-meter networks list` (e.g. calibration-72); relative paths start at

@@ -135,6 +135,7 @@ const std::vector<ConfigKey>& predictorbuild_keys() {
                                               {"PRIOR_ROWS", T::Number, 0, 1},
                                               {"PRIOR_ROWS_EXCLUDE", T::NameList},
                                               {"ALIGNED_CHANNELS", T::Number, 0, 1},
+                                              {"STEM_SAMPLES", T::Number, 0, 1},
                                               {"INPUT_RESOLUTIONS", T::IntList, 16, 1024},
                                               {"WIDTH_MULTIPLIERS", T::NumberList, 0.1, 4},
                                               {"SAMPLE_MODELS", T::PathList},
@@ -238,6 +239,7 @@ PredictorBuildConfig PredictorBuildConfig::from_json(const Json& c, const std::s
   p.prior_rows = value_of(c, "PRIOR_ROWS", p.prior_rows);
   for (const auto& name : names_of(c, "PRIOR_ROWS_EXCLUDE")) p.prior_rows_exclude.insert(name);
   p.aligned_channels = value_of(c, "ALIGNED_CHANNELS", p.aligned_channels);
+  p.stem_samples = value_of(c, "STEM_SAMPLES", p.stem_samples);
   if (const auto r = c.find("INPUT_RESOLUTIONS"); r != c.end() && !r->is_null())
     p.input_resolutions = r->get<std::vector<int64_t>>();
   if (const auto w = c.find("WIDTH_MULTIPLIERS"); w != c.end() && !w->is_null())

@@ -155,6 +155,28 @@ TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
   }
 }
 
+// STEM_SAMPLES: that share of the conv samples becomes 3-channel stems at input resolutions; the others stay the
+// samples of the seed.
+TEST(PriorSampling, StemSamplesReplaceAShareWithStems) {
+  const auto plain = suite_for("conv-bn-relu").sampler->prior_config_sampling(320, 7);
+  const auto with = suite_for("conv-bn-relu", {{"STEM_SAMPLES", 0.0625}}).sampler->prior_config_sampling(320, 7);
+  ASSERT_EQ(with.size(), plain.size());
+  std::multiset<std::string> left;
+  for (const auto& c : plain) left.insert(c.dump());
+  int stems = 0;
+  for (const auto& c : with) {
+    if (const auto it = left.find(c.dump()); it != left.end()) {
+      left.erase(it);
+      continue;
+    }
+    ++stems;
+    EXPECT_EQ(c["CIN"], 3) << c.dump();
+    EXPECT_GE(c["HW"].get<int64_t>(), 96) << c.dump();
+    EXPECT_NE(c["KERNEL_SIZE"], 1) << c.dump();
+  }
+  EXPECT_EQ(stems, 20);  // 320 / 16
+}
+
 TEST(PriorSampling, FamilySpecificRules) {
   for (const char* k : {"split", "channelshuffle", "se"})
     for (const auto& c : suite_for(k).sampler->prior_config_sampling(300, 3)) EXPECT_EQ(c["CIN"].get<int>() % 2, 0);
