@@ -47,7 +47,7 @@ TEST(CreatePresets, EachPresetResolvesThroughBaseToItsValues) {
     EXPECT_EQ(loaded.backend_config, preset_config(preset, true));
     Registry registry(tmp / "home");
     EXPECT_NO_THROW(resolve_backend_config(find_backend(registry, "onednn_cpu").params, loaded.backend_config, "ws"));
-    EXPECT_EQ(loaded.build_config().regressor, preset == "accurate" ? RegressorMode::gbdt : RegressorMode::random_forest);
+    EXPECT_EQ(loaded.build_config().regressor, preset == "transformers" ? RegressorMode::random_forest : RegressorMode::gbdt);
     EXPECT_EQ(loaded.ruletest_config["HW"], 112) << "the rule test keeps nn-meter's defaults";
   }
 }

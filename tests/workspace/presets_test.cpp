@@ -80,7 +80,7 @@ TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   EXPECT_EQ(quick.prior_rows, 0.3);
   EXPECT_TRUE(quick.prior_rows_exclude.empty()) << "what to leave out depends on what a user evaluates on";
   EXPECT_EQ(quick.calibration_networks, std::vector<fs::path>{"calibration"});
-  EXPECT_EQ(quick.regressor, RegressorMode::random_forest);
+  EXPECT_EQ(quick.regressor, RegressorMode::gbdt);
 
   const PredictorBuildConfig accurate = typed("accurate");
   EXPECT_EQ(accurate.kernels.size(), 20u);
