@@ -72,6 +72,8 @@ TEST_F(HardeningConfigs, TopLevelKeysOfPredictorBuildConfig) {
                        {"PRIOR_ROWS: .nan", "PRIOR_ROWS must be a number in [0, 1], got nan"},
                        {"PRIOR_ROWS_EXCLUDE: resnet18", "PRIOR_ROWS_EXCLUDE must be a list of names"},
                        {"ALIGNED_CHANNELS: -0.5", "ALIGNED_CHANNELS must be a number in [0, 1], got -0.5"},
+                       {"STEM_SAMPLES: 2", "STEM_SAMPLES must be a number in [0, 1], got 2"},
+                       {"STEM_SAMPLES: many", "STEM_SAMPLES must be a number in [0, 1], got \"many\""},
                        {"INPUT_RESOLUTIONS: 224", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024], got 224"},
                        {"INPUT_RESOLUTIONS: [128, 4096]", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
                        {"INPUT_RESOLUTIONS: []", "INPUT_RESOLUTIONS must be a non-empty list of integers in [16, 1024]"},
