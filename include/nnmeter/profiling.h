@@ -130,6 +130,8 @@ struct ShardRun {
   fs::path registry_home;
   fs::path worker_executable;
   bool progress = true;
+  // The shard's own --timeout: a device slower than the one that planned needs its own; absent: the plan's.
+  std::optional<double> timeout_s;
 };
 Json measure_shard(const fs::path& root, int shard, int shards, const ShardRun& run);
 

@@ -17,7 +17,7 @@ namespace {
 
 struct BuildArgs {
   std::string workspace, backend, kernels, name, output, regressor;
-  double timeout_s = 300;
+  std::optional<double> timeout_s;  // absent: 300 s, or a shard's plan's
   uint64_t seed = 1;
   bool no_ruletest = false;
   bool remeasure_noisy = false;
@@ -50,7 +50,7 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   BuilderSettings settings;
   settings.backend = a.backend;
   settings.seed = a.seed;
-  settings.timeout_s = a.timeout_s;
+  settings.timeout_s = a.timeout_s.value_or(settings.timeout_s);
   settings.progress = !ctx.json;
   settings.ruletest = !a.no_ruletest;
   settings.remeasure_noisy = a.remeasure_noisy;
@@ -61,7 +61,7 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
   } else if (!a.regressor.empty()) {
     throw Error("--regressor must be rf or gbdt, not '" + a.regressor + "'");
   }
-  check_timeout(a.timeout_s);
+  if (a.timeout_s) check_timeout(*a.timeout_s);
   if (a.plan_only + !a.shard.empty() + (a.shards != 0) > 1)
     throw UsageError("--plan-only, --shard and --shards are steps of a sharded build: give one of them");
   if (a.shards < 0) throw UsageError("--shards must be a positive number of shards");
@@ -79,11 +79,11 @@ Builder make_builder(Context& ctx, const BuildArgs& a) {
 void build_shard(Context& ctx, const BuildArgs& a) {
   const auto [shard, shards] = parse_shard(a.shard);
   if (a.plan_only || a.shards != 0) throw UsageError("--shard measures one shard of a plan: give it without --plan-only or --shards");
-  check_timeout(a.timeout_s);
+  if (a.timeout_s) check_timeout(*a.timeout_s);
   const Workspace workspace = Workspace::load(a.workspace);
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const Json done = measure_shard(workspace.shards_dir(), shard, shards,
-                                  ShardRun{a.backend, ctx.registry.home(), {}, !ctx.json});
+                                  ShardRun{a.backend, ctx.registry.home(), {}, !ctx.json, a.timeout_s});
   report(ctx,
          fmt::format("Shard {} of plan {} ({}): its {} models are measured (journals in {}); when every shard is done, "
                      "merge with nn-meter build ... --shards {}",
@@ -148,7 +148,7 @@ void profile(Context& ctx, const BuildArgs& a, const std::string& kernel) {
 void add_common(CLI::App* cmd, BuildArgs& a) {
   cmd->add_option("--workspace", a.workspace, "path to the workspace (see nn-meter create)")->required();
   cmd->add_option("--backend", a.backend, "backend to profile on, e.g. onednn_cpu")->required();
-  cmd->add_option("--timeout", a.timeout_s, "seconds a model may take to convert and profile (default 300)");
+  cmd->add_option("--timeout", a.timeout_s, "seconds a model may take to convert and profile (default 300; a shard: its plan's)");
   cmd->add_option("--seed", a.seed, "sampling seed (default 1)");
   cmd->add_flag("--strict-machine", a.strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
 }

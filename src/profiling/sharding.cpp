@@ -438,7 +438,7 @@ Json measure_shard(const fs::path& root, int shard, int shards, const ShardRun& 
   options.registry_home = run.registry_home;
   options.work_dir = dir / "converted";
   options.label = fmt::format("shard {} of {}", shard_name(shard, shards), plan.value("phase", ""));
-  options.timeout_s = plan.value("timeout_s", 300.0);
+  options.timeout_s = run.timeout_s.value_or(plan.value("timeout_s", 300.0));
   options.worker_executable = run.worker_executable;
   options.progress = run.progress;
   options.seed = plan.value("seed", uint64_t{1}) ^ fnv1a(shard_name(shard, shards));

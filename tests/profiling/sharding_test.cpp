@@ -56,7 +56,7 @@ struct Phase {
     return profile_models(jobs, options(mode, shards), journal(), tmp / "errors.log");
   }
   Json shard(int k, int n) const {
-    return measure_shard(root(), k, n, ShardRun{"chaos", tmp / "home", NNMETER_WORKER_PATH, false});
+    return measure_shard(root(), k, n, ShardRun{"chaos", tmp / "home", NNMETER_WORKER_PATH, false, std::nullopt});
   }
   Json plan() const { return io::load_json_file(root() / "plan.json"); }
   fs::path shard_journal(int k, int n) const {
@@ -112,6 +112,19 @@ TEST(Sharding, ShardsMeasureEachRepeatOnceAndTheMergeGivesEveryLabel) {
   EXPECT_EQ(p.run(Sharding::Mode::off).size(), 12u);
   EXPECT_EQ(p.calls(), calls);
   EXPECT_EQ(count_lines(p.journal()), 36u);
+}
+
+// A shard runs on its own device, which may be slower than the planning one: its own --timeout wins over the plan's.
+TEST(Sharding, AShardsOwnTimeoutReplacesThePlans) {
+  Phase p(2);
+  p.jobs.push_back(p.job("modelHANG"));
+  planned(p, Sharding::Mode::plan);  // the plan records the build's timeout, 30 s
+  measure_shard(p.root(), 1, 1, ShardRun{"chaos", p.tmp / "home", NNMETER_WORKER_PATH, false, 1.0});
+  const Journal journal(p.shard_journal(1, 1));
+  std::string hang_error;
+  for (const auto& [key, record] : journal.records())
+    if (record["id"] == "modelHANG") hang_error = record.value("error", "");
+  EXPECT_TRUE(contains(hang_error, "timed out after 1 s")) << hang_error;
 }
 
 TEST(Sharding, TheMergeNamesTheShardThatIsMissingOrIncomplete) {
