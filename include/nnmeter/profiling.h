@@ -139,6 +139,7 @@ Json measure_shard(const fs::path& root, int shard, int shards, const ShardRun& 
 // median of the probe's first three (one measurement is one process's level, which may be far off).
 struct DriftSeries {
   std::string probe;
+  double start_t = 0;            // when the probe was first measured (seconds since the epoch)
   std::vector<double> minutes;  // since the probe's first measurement
   std::vector<double> ratio;    // latency / the median of the first three latencies
   double span_minutes() const { return minutes.empty() ? 0 : minutes.back(); }
@@ -148,6 +149,20 @@ std::vector<DriftSeries> read_drift(const fs::path& probe_journal);
 // "conv 3x3: +2.1% after 42 min (5 measurements, range -1.0%..+3.4%)" (the end against the start, each the median of
 // three measurements), one line per probe; "" when there is nothing.
 std::string describe_drift(const std::vector<DriftSeries>& drift);
+
+// The device's level at any moment of a run, from its drift probes (PROBE_LEVELS normalize divides each repeat
+// by it): per probe, its ratios smoothed by a running median of three (one measurement is one process's level)
+// and interpolated linearly in time, held flat before the first and after the last; the geometric mean of the
+// probes. 1 where nothing is known: no probe with two measurements, or a repeat of unknown time (t 0).
+class DriftLevel {
+ public:
+  explicit DriftLevel(const std::vector<DriftSeries>& drift);
+  bool empty() const { return series_.empty(); }
+  double at(double t) const;
+
+ private:
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> series_;  // per probe: times, smoothed ratios
+};
 
 // The worker side, run by `nn-meter-worker profile-worker`: reads requests on stdin, answers on `result_fd`.
 int run_profile_worker(int result_fd);

@@ -28,6 +28,9 @@ struct MeasurementProtocol {
   double settle_tolerance = 0.02;
   // SHARD_LEVELS normalize: a sharded build's labels are divided by their shard's level (docs/sharding.md).
   bool normalize_shard_levels = false;
+  // PROBE_LEVELS normalize: each repeat is divided by the drift probes' level when it was measured (DriftLevel in
+  // nnmeter/profiling.h), so samples measured before and after the machine slowed share one level.
+  bool normalize_probe_levels = false;
   bool adaptive() const { return max_repeats > 0; }
   int first_repeats(int fixed) const { return adaptive() && min_repeats > 0 ? min_repeats : fixed; }
 

@@ -44,6 +44,11 @@ const std::vector<BackendParam>& protocol_params() {
        "drift probes against the median of the shards), putting devices that run at different speeds on one level; "
        "off keeps the labels as measured (each shard's level is reported either way)",
        std::nullopt, std::nullopt},
+      {"PROBE_LEVELS", T::String, "off",
+       "With DRIFT_PROBE_EVERY: normalize divides every repeat by the drift probes' level at the time it was measured "
+       "(their measurements smoothed and interpolated), so that samples measured before and after the machine's level "
+       "moved are labelled on one level; off keeps the labels as measured (the drift is reported either way)",
+       std::nullopt, std::nullopt},
       {"HUGE_PAGES", T::Bool, true,
        "Worker processes back large allocations with transparent huge pages (where the system offers them on "
        "request): loading and converting a model then touches a few large pages instead of thousands of small "
@@ -105,14 +110,17 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
       throw Error(fmt::format("{}: HUGE_PAGES must be true or false, got {}", where, config["HUGE_PAGES"].dump()));
     p.huge_pages = config["HUGE_PAGES"].get<bool>();
   }
-  if (config.contains("SHARD_LEVELS") && !config["SHARD_LEVELS"].is_null()) {
-    const Json& v = config["SHARD_LEVELS"];
+  // normalize or off; absent: off.
+  const auto normalize = [&](const char* key) {
+    if (!config.contains(key) || config[key].is_null()) return false;
+    const Json& v = config[key];
     // YAML reads a bare `off` as false.
     const std::string s = v.is_string() ? v.get<std::string>() : v.is_boolean() && !v.get<bool>() ? "off" : "";
-    if (s != "normalize" && s != "off")
-      throw Error(fmt::format("{}: SHARD_LEVELS must be normalize or off, got {}", where, v.dump()));
-    p.normalize_shard_levels = s == "normalize";
-  }
+    if (s != "normalize" && s != "off") throw Error(fmt::format("{}: {} must be normalize or off, got {}", where, key, v.dump()));
+    return s == "normalize";
+  };
+  p.normalize_shard_levels = normalize("SHARD_LEVELS");
+  p.normalize_probe_levels = normalize("PROBE_LEVELS");
   if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
     const Json& v = config["REPEAT_STATISTIC"];
     const std::string s = v.is_string() ? v.get<std::string>() : "";

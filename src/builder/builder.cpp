@@ -182,7 +182,8 @@ KernelData Builder::record_profiled(const std::string& kernel_type, const Json& 
     capped += outcome.stopped == "max_repeats";
     Json entry = detail ? entries[id] : Json::object();
     entry["latency"] = outcome.latency.str();
-    // The raw repeats travel with the label (an extra field; nn-Meter's readers ignore it).
+    // The repeats travel with the label (an extra field; nn-Meter's readers ignore it): as measured, or divided by
+    // the probes' level with PROBE_LEVELS normalize (the journal keeps them as measured).
     entry["repeats_ms"] = outcome.repeats_ms;
     if (!outcome.stopped.empty()) entry["repeats_stopped"] = outcome.stopped;  // adaptive repeats: settled or not
     doc[kernel_type][id] = entry;
@@ -459,8 +460,13 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   }
 
   const std::vector<DriftSeries> drift_series = read_drift(results_dir() / "drift_probes.jsonl");
+  const bool levels_normalized =
+      MeasurementProtocol::from_config(workspace_.backend_config).normalize_probe_levels && !drift_series.empty() &&
+      !settings_.sharding.active();
   if (const std::string drift = describe_drift(drift_series); !drift.empty()) {
-    spdlog::info("Drift probes over the build (the last three measurements against the first three, medians):");
+    spdlog::info("Drift probes over the build (the last three measurements against the first three, medians){}:",
+                 levels_normalized ? "; every label is divided by their level when it was measured (PROBE_LEVELS normalize)"
+                     : "");
     for (size_t start = 0; start < drift.size();) {
       const size_t end = drift.find('\n', start);
       spdlog::info("  {}", drift.substr(start, end - start));
@@ -506,7 +512,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules->obeyed, rules->not_obeyed,
                  rules->undecided, rules->rules_file.string());
   }
-  const Json quality = assess_measurement_quality(summaries, drift_series);
+  const Json quality = assess_measurement_quality(summaries, drift_series, levels_normalized);
   writer.set_measurement_quality(quality);
   const fs::path meta_yaml = writer.finish();
   if (!calibration.empty()) calibrate_predictor(meta_yaml.parent_path(), calibration);
@@ -552,7 +558,8 @@ void Builder::calibrate_predictor(const fs::path& folder, const std::vector<fs::
   spdlog::info("Composition term written to {}: predict and evaluate use it", r.file.string());
 }
 
-Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift) {
+Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift,
+                                bool levels_normalized) {
   Json kernels = Json::object(), reasons = Json::array(), drifts = Json::array();
   std::vector<std::string> noisy;
   for (const auto& s : summaries) {
@@ -571,7 +578,7 @@ Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries
     const size_t at_lo = static_cast<size_t>(lo - d.ratio.begin()), at_hi = static_cast<size_t>(hi - d.ratio.begin());
     drifts.push_back({{"probe", d.probe}, {"low", *lo - 1}, {"high", *hi - 1}, {"low_minute", d.minutes[at_lo]},
                       {"high_minute", d.minutes[at_hi]}, {"span_minutes", d.span_minutes()}});
-    if (*hi - 1 > kQuietDrift || 1 - *lo > kQuietDrift)
+    if (!levels_normalized && (*hi - 1 > kQuietDrift || 1 - *lo > kQuietDrift))
       reasons.push_back(fmt::format("drift probe {} moved {:+.1f}% (minute {:.0f}) to {:+.1f}% (minute {:.0f}) against "
                                     "its start over {:.0f} min (a quiet machine: within ±{:.0f}%)",
                                     d.probe, 100 * (*lo - 1), d.minutes[at_lo], 100 * (*hi - 1), d.minutes[at_hi],
@@ -581,7 +588,8 @@ Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries
           {"reasons", reasons},
           {"kernels", kernels},
           {"drift", drifts},
-          {"thresholds", {{"repeat_within10", kQuietRepeatWithin10}, {"drift", kQuietDrift}}}};
+          {"thresholds", {{"repeat_within10", kQuietRepeatWithin10}, {"drift", kQuietDrift}}},
+          {"levels_normalized", levels_normalized}};
 }
 
 std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries) {

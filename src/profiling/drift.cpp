@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "nnmeter/profiling.h"
 #include "profiling/journal.h"
@@ -36,6 +37,7 @@ std::vector<DriftSeries> read_drift(const fs::path& probe_journal) {
     const double reference = median_of(first);
     DriftSeries s;
     s.probe = probe;
+    s.start_t = p.front().first;
     for (const auto& [t, median] : p) {
       s.minutes.push_back((t - p.front().first) / 60);
       s.ratio.push_back(median / reference);
@@ -48,6 +50,40 @@ std::vector<DriftSeries> read_drift(const fs::path& probe_journal) {
 double DriftSeries::end_ratio() const {
   if (ratio.empty()) return 1;
   return median_of({ratio.end() - static_cast<std::ptrdiff_t>(std::min(kDriftWindow, ratio.size())), ratio.end()});
+}
+
+DriftLevel::DriftLevel(const std::vector<DriftSeries>& drift) {
+  for (const auto& s : drift) {
+    if (s.ratio.size() < 2) continue;
+    std::vector<double> times, smoothed;
+    const size_t n = s.ratio.size(), window = std::min(kDriftWindow, n);
+    for (size_t i = 0; i < n; ++i) {
+      times.push_back(s.start_t + 60 * s.minutes[i]);
+      // The three measurements around this one; at the ends the first and last three, as read_drift's reference.
+      const size_t lo = std::min(i == 0 ? 0 : i - 1, n - window);
+      smoothed.push_back(median_of({s.ratio.begin() + static_cast<std::ptrdiff_t>(lo),
+                                    s.ratio.begin() + static_cast<std::ptrdiff_t>(lo + window)}));
+    }
+    series_.emplace_back(std::move(times), std::move(smoothed));
+  }
+}
+
+double DriftLevel::at(double t) const {
+  if (series_.empty() || t <= 0) return 1;
+  double log_sum = 0;
+  for (const auto& [times, ratios] : series_) {
+    double r = ratios.back();
+    if (t <= times.front()) {
+      r = ratios.front();
+    } else if (t < times.back()) {
+      const size_t j = static_cast<size_t>(std::upper_bound(times.begin(), times.end(), t) - times.begin());
+      const double span = times[j] - times[j - 1];
+      const double w = span > 0 ? (t - times[j - 1]) / span : 0;
+      r = ratios[j - 1] * (1 - w) + ratios[j] * w;
+    }
+    log_sum += std::log(r);
+  }
+  return std::exp(log_sum / static_cast<double>(series_.size()));
 }
 
 std::string describe_drift(const std::vector<DriftSeries>& drift) {

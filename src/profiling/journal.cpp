@@ -129,4 +129,12 @@ void Journal::append_all(const std::vector<Json>& records) {
   for (const Json& r : records) records_[record_key(r)] = r;
 }
 
+void scale_record(Json& record, double factor) {
+  for (const char* key : {"mean", "std", "median", "min", "max"})
+    if (record.contains(key) && record[key].is_number()) record[key] = record[key].get<double>() * factor;
+  if (record.contains("samples_ms") && record["samples_ms"].is_array())
+    for (auto& v : record["samples_ms"])
+      if (v.is_number()) v = v.get<double>() * factor;
+}
+
 }  // namespace nnmeter

@@ -42,4 +42,8 @@ class Journal {
   std::vector<std::string> rewritten_;
 };
 
+// A measurement record's latencies (mean, std, median, min, max, samples_ms) multiplied by `factor`: a device's
+// level taken out of its labels (SHARD_LEVELS and PROBE_LEVELS normalize).
+void scale_record(Json& record, double factor);
+
 }  // namespace nnmeter

@@ -306,12 +306,19 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     if (probing) measure_probes();
   }
 
+  // The journal keeps what was measured; the labels take the level out (PROBE_LEVELS normalize). Not in a sharded
+  // build: its measurements come from other devices, whose probes are in their shards (SHARD_LEVELS).
+  const bool normalize = protocol.normalize_probe_levels && probing && !options.sharding.active();
+  const DriftLevel level = normalize ? DriftLevel(read_drift(options.probes->journal)) : DriftLevel({});
   std::vector<std::map<std::string, ProfileOutcome>> out(batches.size());
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs) {
       std::vector<Json> records;
       const int n = repeats_of(b, job);
-      for (int r = 0; r < n; ++r) records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
+      for (int r = 0; r < n; ++r) {
+        records.push_back(journals[b]->records().at(Journal::key(job.id, r)));
+        if (!level.empty()) scale_record(records.back(), 1 / level.at(records.back().value("t", 0.0)));
+      }
       ProfileOutcome& o = out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
       if (grows)
         o.stopped = repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance) ? "settled"

@@ -144,14 +144,6 @@ std::map<int, double> shard_levels(const std::map<int, std::map<std::string, std
   return levels;
 }
 
-void scale_record(Json& record, double factor) {
-  for (const char* key : {"mean", "std", "median", "min", "max"})
-    if (record.contains(key) && record[key].is_number()) record[key] = record[key].get<double>() * factor;
-  if (record.contains("samples_ms") && record["samples_ms"].is_array())
-    for (auto& v : record["samples_ms"])
-      if (v.is_number()) v = v.get<double>() * factor;
-}
-
 // Merges the shards' journals of `plan` into `journals` (the build's, by batch), or throws naming the shard.
 void merge(const Json& plan, const ProfilerOptions& options, const std::vector<Journal*>& journals) {
   const std::string id = plan["id"].get<std::string>(), phase = plan.value("phase", "");

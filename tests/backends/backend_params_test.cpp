@@ -47,7 +47,7 @@ TEST(BackendParams, DefaultsAreFilledAndTypesChecked) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'NUM_THREAD' (known keys: NUM_THREADS, MIN_TIME_MS, PIN, ISA, REPEATS, "
                                    "REPEAT_STATISTIC, DRIFT_PROBE_EVERY, MIN_REPEATS, MAX_REPEATS, SETTLE_TOLERANCE, "
-                                   "SHARD_LEVELS, HUGE_PAGES)");
+                                   "SHARD_LEVELS, PROBE_LEVELS, HUGE_PAGES)");
   }
   try {
     resolve_backend_config(params(), Json{{"NUM_THREADS", "two"}}, "cfg.yaml");

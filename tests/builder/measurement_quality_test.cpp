@@ -61,6 +61,11 @@ TEST(MeasurementQuality, RepeatCeilingsAndDriftDecide) {
   const std::string why = drifting["reasons"][0];
   EXPECT_TRUE(contains(why, "dwconv 3x3 moved -17.0% (minute 20) to +5.0% (minute 40)")) << why;
   EXPECT_NEAR(drifting["drift"][0]["low"].get<double>(), -0.17, 1e-9);
+  // Labels normalized by the probes' level no longer carry the drift: recorded, not a reason.
+  const Json normalized = assess_measurement_quality({summary("relu", 0.97)}, {probe}, true);
+  EXPECT_EQ(normalized["verdict"], "ok");
+  EXPECT_EQ(normalized["drift"].size(), 1u);
+  EXPECT_EQ(normalized["levels_normalized"], true);
 
   probe.ratio = {1.0, 0.99, 0.97, 1.02, 1.03};
   EXPECT_EQ(assess_measurement_quality({summary("relu", 0.97)}, {probe})["verdict"], "ok");
@@ -118,6 +123,31 @@ TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
   ASSERT_FALSE(quality["drift"].empty()) << quality.dump();
   EXPECT_GT(quality["drift"][0]["high"].get<double>(), 0.1) << quality.dump();
   EXPECT_TRUE(contains(r.out, "measurement: drift probe")) << r.out;
+
+  // The same workspace built again with PROBE_LEVELS normalize: nothing is measured again, the labels lose the
+  // drift (the later samples' labels come down), and the drift is recorded but no longer a reason.
+  const fs::path results = ws / "predictor_build" / "results";
+  const auto labels = [&] {
+    double sum = 0;
+    const Json doc = io::load_json_file(results / "profiled_relu.json");
+    for (const auto& [id, entry] : doc["relu"].items())
+      sum += std::stod(entry["latency"].get<std::string>());
+    return sum;
+  };
+  const double measured = labels();
+  const size_t journaled = count_lines(results / "profile_journal_relu.jsonl");
+  const fs::path config = ws / "configs" / "backend_config.yaml";
+  write_text(config, read_text(config) + "PROBE_LEVELS: normalize\n");
+  const CliResult again = run_cli({"build", "--workspace", ws.string(), "--backend", "chaos", "--no-ruletest",
+                                   "--predictor-name", "p"}, tmp / "home");
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(count_lines(results / "profile_journal_relu.jsonl"), journaled);
+  EXPECT_TRUE(contains(again.out, "every label is divided by their level")) << again.out;
+  EXPECT_LT(labels(), 0.97 * measured);
+  const Json normalized = io::load_json_file(ws / "predictor_build" / "predictor" / "predictor.json")["measurement_quality"];
+  EXPECT_EQ(normalized["verdict"], "ok") << normalized.dump();
+  EXPECT_EQ(normalized["levels_normalized"], true) << normalized.dump();
+  EXPECT_FALSE(normalized["drift"].empty()) << normalized.dump();
 }
 
 // `build --remeasure-noisy` on the workspace of a noisy build: only the samples whose repeats did not settle get

@@ -1,12 +1,13 @@
 // Adaptive repeats through the real profiler and worker processes, on the chaos backend's reproducible level
 // noise: repeats go where the noise is, each sample says why its repeats stopped, and a rerun resumes without
-// measuring anything twice.
+// measuring anything twice. And PROBE_LEVELS normalize on its drift: the labels lose it, the journal keeps it.
 #include <fmt/format.h>
 #include <algorithm>
 #include <gtest/gtest.h>
 
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
+#include "profiling/journal.h"
 #include "support/plugin_fixtures.h"
 #include "support/test_support.h"
 
@@ -37,12 +38,14 @@ Measured profile(const TempDir& tmp, const std::string& name, double noise, int 
   options.label = name;
   options.progress = false;
   std::vector<ProfileJob> jobs;
-  for (int i = 0; i < 12; ++i) {
-    const std::string id = fmt::format("model{:02d}", i);
+  const auto job = [&](const std::string& id) {
     const fs::path model = tmp / (name + "_models") / (id + ".onnx");
     write_text(model, "model " + id);
-    jobs.push_back({id, model, {}});
-  }
+    return ProfileJob{id, model, {}};
+  };
+  for (int i = 0; i < 12; ++i) jobs.push_back(job(fmt::format("model{:02d}", i)));
+  if (more_config.contains("DRIFT_PROBE_EVERY"))
+    options.probes = ProfilerOptions::Probes{{job("probe_conv"), job("probe_dw")}, tmp / (name + "_probes.jsonl")};
   Measured run;
   run.outcomes = profile_models(jobs, options, tmp / (name + ".jsonl"), tmp / (name + "_errors.log"));
   run.calls = count_lines(tmp / (name + ".calls"));
@@ -108,6 +111,40 @@ TEST(AdaptiveRepeats, TheMinimumShrugsOffAHeavyTail) {
   }
   EXPECT_GT(hit, 0u) << "the tail hit some repeats";
   EXPECT_GT(more, 0u) << "and some samples needed more repeats to settle";
+}
+
+// The largest label over the smallest.
+double label_span(const std::map<std::string, ProfileOutcome>& outcomes) {
+  double lo = 1e300, hi = 0;
+  for (const auto& [id, o] : outcomes) {
+    EXPECT_TRUE(o.ok) << id;
+    lo = std::min(lo, o.latency.value_ms);
+    hi = std::max(hi, o.latency.value_ms);
+  }
+  return hi / lo;
+}
+
+TEST(ProbeLevels, NormalizedLabelsShareOneLevelAndTheJournalKeepsTheMeasurements) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  // Twelve samples of one 2 ms model, two fixed repeats each, the level rising 1 % a call (probes included): as
+  // measured, the labels spread with the time they were measured; divided by the probes' level, they agree.
+  const auto drifting = [](const char* probe_levels) {
+    return Json{{"DRIFT", 1.0}, {"DRIFT_PROBE_EVERY", 2}, {"PROBE_LEVELS", probe_levels}};
+  };
+  const Measured raw = profile(tmp, "raw", 0.0, 2, 0, drifting("off"));
+  const Measured normalized = profile(tmp, "normalized", 0.0, 2, 0, drifting("normalize"));
+  EXPECT_GT(label_span(raw.outcomes), 1.2);
+  EXPECT_LT(label_span(normalized.outcomes), 1.1);
+
+  // The journal holds the latencies as measured: the later repeats higher than their normalized values.
+  const Journal journal(tmp / "normalized.jsonl");
+  double measured = 0, labelled = 0;
+  for (const auto& [id, o] : normalized.outcomes) {
+    for (int r = 0; r < 2; ++r) measured += journal.records().at(Journal::key(id, r))["median"].get<double>();
+    for (double v : o.repeats_ms) labelled += v;
+  }
+  EXPECT_GT(measured, 1.1 * labelled);
 }
 
 }  // namespace

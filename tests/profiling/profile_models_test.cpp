@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -248,6 +249,32 @@ TEST(Drift, OneOutlyingProbeMeasurementNeitherSetsTheReferenceNorTheEnd) {
   EXPECT_NE(text.find("conv: +10.0% after 30 min (4 measurements, range +0.0%..+10.0%)"), std::string::npos) << text;
   EXPECT_NE(text.find("dw: +0.0% after 7 min (8 measurements, range -2.0%..+28.7%)"), std::string::npos) << text;
   EXPECT_TRUE(read_drift(tmp / "none.jsonl").empty());
+}
+
+// The level a repeat is divided by (PROBE_LEVELS normalize): smoothed so that one process's off level does not
+// move it, interpolated in time between probe measurements, held flat outside them, averaged over the probes.
+TEST(Drift, TheLevelIsSmoothedInterpolatedAndHeldFlat) {
+  DriftSeries conv;  // 1.0 until minute 3, then 1.2; the measurement at minute 1 came out 1.5 (a slow process)
+  conv.probe = "conv";
+  conv.start_t = 1000;
+  conv.minutes = {0, 1, 2, 3, 4, 5, 6};
+  conv.ratio = {1.0, 1.5, 1.0, 1.0, 1.2, 1.2, 1.2};
+  DriftSeries dw = conv;  // steady
+  dw.probe = "dw";
+  dw.ratio = {1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0};
+  const DriftLevel level({conv, dw});
+  ASSERT_FALSE(level.empty());
+  EXPECT_NEAR(level.at(1060), 1.0, 1e-12);                  // the outlier is smoothed away
+  EXPECT_NEAR(level.at(1240), std::sqrt(1.2), 1e-12);        // the geometric mean of 1.2 and 1.0
+  EXPECT_NEAR(level.at(1210), std::sqrt(1.1), 1e-12);        // halfway between minutes 3 (1.0) and 4 (1.2)
+  EXPECT_NEAR(level.at(500), 1.0, 1e-12);                   // before the first measurement
+  EXPECT_NEAR(level.at(9000), std::sqrt(1.2), 1e-12);        // after the last
+  EXPECT_DOUBLE_EQ(level.at(0), 1.0);                       // a repeat of unknown time
+  DriftSeries once = conv;
+  once.minutes = {0};
+  once.ratio = {1.0};
+  EXPECT_TRUE(DriftLevel({once}).empty());
+  EXPECT_DOUBLE_EQ(DriftLevel({}).at(1100), 1.0);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 // The measurement protocol's keys, the label of a sample's repeats and the split-half repeatability.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "nnmeter/profiling.h"
@@ -74,18 +75,24 @@ TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
   EXPECT_THROW(resolve_backend_config(own_params(), Json{{"SETTLE_TOLERANCE", "tight"}}, "cfg.yaml"), Error);
 }
 
-TEST(Protocol, ShardLevelsAreNormalizeOrOff) {
-  EXPECT_FALSE(MeasurementProtocol::from_config(Json::object()).normalize_shard_levels);
-  EXPECT_TRUE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", "normalize"}}).normalize_shard_levels);
-  EXPECT_FALSE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", "off"}}).normalize_shard_levels);
-  // YAML reads a bare `off` as false.
-  EXPECT_FALSE(MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", false}}).normalize_shard_levels);
-  for (const Json& bad : {Json("normalise"), Json(true), Json(1)}) {
-    try {
-      MeasurementProtocol::from_config(Json{{"SHARD_LEVELS", bad}}, "cfg.yaml");
-      ADD_FAILURE() << bad.dump();
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), "cfg.yaml: SHARD_LEVELS must be normalize or off, got " + bad.dump());
+// SHARD_LEVELS and PROBE_LEVELS: normalize or off.
+TEST(Protocol, LevelsAreNormalizeOrOff) {
+  for (const char* key : {"SHARD_LEVELS", "PROBE_LEVELS"}) {
+    const auto normalized = [&](const Json& config) {
+      const MeasurementProtocol p = MeasurementProtocol::from_config(config, "cfg.yaml");
+      return std::string(key) == "SHARD_LEVELS" ? p.normalize_shard_levels : p.normalize_probe_levels;
+    };
+    EXPECT_FALSE(normalized(Json::object())) << key;
+    EXPECT_TRUE(normalized(Json{{key, "normalize"}})) << key;
+    EXPECT_FALSE(normalized(Json{{key, "off"}})) << key;
+    EXPECT_FALSE(normalized(Json{{key, false}})) << key;  // YAML reads a bare `off` as false.
+    for (const Json& bad : {Json("normalise"), Json(true), Json(1)}) {
+      try {
+        normalized(Json{{key, bad}});
+        ADD_FAILURE() << key << " " << bad.dump();
+      } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()), fmt::format("cfg.yaml: {} must be normalize or off, got {}", key, bad.dump()));
+      }
     }
   }
 }
