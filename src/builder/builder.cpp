@@ -85,6 +85,11 @@ Builder::Builder(Workspace workspace, Registry registry, BuilderSettings setting
   if (settings_.sharding.active()) {
     settings_.sharding.root = workspace_.shards_dir();
     settings_.sharding.probes = drift_probe_jobs();
+    // Each shard's repeats were measured on another device, against probes of its own: one host's probe series
+    // cannot level them (profiling/profile_models.cpp). Said once, so the key is not taken for applied.
+    if (MeasurementProtocol::from_config(workspace_.backend_config).normalize_probe_levels)
+      spdlog::warn("PROBE_LEVELS normalize does not apply to a sharded build: its labels keep the levels they were "
+                   "measured at; SHARD_LEVELS normalize puts the shards on one level (docs/sharding.md)");
   }
 }
 

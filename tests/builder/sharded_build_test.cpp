@@ -10,7 +10,7 @@
 namespace nnmeter::test {
 namespace {
 
-fs::path make_workspace(const TempDir& tmp, const std::string& name) {
+fs::path make_workspace(const TempDir& tmp, const std::string& name, const std::string& more_backend_config = "") {
   const fs::path ws = tmp / name;
   CliResult created = run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
   EXPECT_EQ(created.exit_code, 0) << created.err;
@@ -19,7 +19,7 @@ fs::path make_workspace(const TempDir& tmp, const std::string& name) {
              "DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n  relu:\n    INIT_SAMPLE_NUM: 12\n"
              "    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 2\n    ERROR_THRESHOLD: 0.000001\n");
   write_text(ws / "configs" / "backend_config.yaml",
-             "NUM_THREADS: 1\nWARMUP_RUNS: 1\nNUM_RUNS: 3\nNUM_ROUNDS: 2\nMIN_TIME_MS: 1\nMAX_RETRIES: 0\nREPEATS: 2\n");
+             "NUM_THREADS: 1\nWARMUP_RUNS: 1\nNUM_RUNS: 3\nNUM_ROUNDS: 2\nMIN_TIME_MS: 1\nMAX_RETRIES: 0\nREPEATS: 2\n" + more_backend_config);
   return ws;
 }
 
@@ -76,6 +76,24 @@ TEST(ShardedBuild, PlanShardsMergeUntilThePredictorIsWritten) {
   const auto prior = [](const fs::path& w) { return ids(w / "predictor_build" / "results" / "relu_prior.json", "relu"); };
   EXPECT_EQ(prior(ws), prior(single));
   EXPECT_EQ(prior(ws).size(), 12u);
+}
+
+TEST(ShardedBuild, ProbeLevelsAreNotAppliedAndTheBuildSaysSo) {
+  // The shards' probes level nothing on the merging host: a key that would silently do nothing is named.
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "ws", "DRIFT_PROBE_EVERY: 4\nPROBE_LEVELS: normalize\n");
+  const fs::path home = tmp / "home";
+  CliResult plan = run_cli(build(ws, {"--plan-only"}), home);
+  ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
+  const std::string said = plan.out + plan.err;
+  EXPECT_TRUE(contains(said, "PROBE_LEVELS normalize does not apply to a sharded build")) << said;
+  EXPECT_TRUE(contains(said, "SHARD_LEVELS normalize")) << said;
+  // A build on one host is normalized and says nothing of the kind.
+  const fs::path single = make_workspace(tmp, "single", "DRIFT_PROBE_EVERY: 4\nPROBE_LEVELS: normalize\n");
+  CliResult alone = run_cli(build(single, {}), home);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  EXPECT_FALSE(contains(alone.out + alone.err, "does not apply to a sharded build")) << alone.err;
+  EXPECT_TRUE(contains(alone.out + alone.err, "PROBE_LEVELS normalize")) << alone.out << alone.err;
 }
 
 TEST(ShardedBuild, ShardArgumentsThatCannotMeanAnythingAreUsageErrors) {
