@@ -539,8 +539,9 @@ std::string EvaluateReport::to_table() const {
     out += fmt::format("\nthe term is in {} (copy it into the predictor folder to keep it)\n", composition_file.string());
     if (const auto& o = own_composition_summary)
       out += fmt::format("with the predictor's own composition, fitted when it was built, as predict gives them: RMSPE {:.1f}%, "
-                         "within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%); the difference is the machine's "
-                         "level since the build: nn-meter calibrate --refresh re-levels the predictor\n",
+                         "within ±5% {:.1f}%, within ±10% {:.1f}% (mean error {:+.1f}%); the difference is how the machine "
+                         "moved since the build: nn-meter calibrate on networks measured now (e.g. the set calibration) fits the "
+                         "term again; calibrate --refresh re-levels it from a few\n",
                          o->rmspe, 100 * o->within5, 100 * o->within10, 100 * o->mean_error);
   }
   if (composition && kernel_sum_summary)
