@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fixed repeats against adaptive ones on whole networks: the networks of a library set (SET, default calibration:
 # 23 networks of 14 families) measured by `nn-meter evaluate` ROUNDS times (default 2) with each protocol —
-#   fixed:    REPEATS 5 (the presets')
+#   fixed:    REPEATS $FIXED_REPEATS (default 5, the presets'; 8 is about what adaptive spends a network)
 #   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02
 # alternating fixed and adaptive rounds, each round in its own shuffled order (--seed ROUND), once per LOADS entry
 # ("quiet", or "loaded": a CPU-bound loop on the other core for the whole round, started and stopped here).
@@ -10,7 +10,7 @@
 # rule cannot bias the way it biases split halves of one or two repeats.
 # PREDICTOR is a predictor folder (…/predictor_build/predictor); its predictions are scored too, but the networks'
 # measurement is what this compares.
-# Usage: [SET=calibration] [ROUNDS=2] [LOADS="quiet"] bench/run_adaptive_networks_bench.sh OUT PREDICTOR [build-dir]
+# Usage: [SET=calibration] [ROUNDS=2] [FIXED_REPEATS=5] [LOADS="quiet"] bench/run_adaptive_networks_bench.sh OUT PREDICTOR [build-dir]
 # (about 10 min on 2 cores with the defaults on a quiet machine; resumes per round)
 # Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
@@ -21,11 +21,12 @@ predictor="$(realpath "${2:?usage: run_adaptive_networks_bench.sh OUT PREDICTOR 
 build="${3:-build}"
 set_name="${SET:-calibration}"
 rounds="${ROUNDS:-2}"
+fixed_repeats="${FIXED_REPEATS:-5}"
 loads="${LOADS:-quiet}"
 frozen_nnmeter "$build" "$out"
 
 [ -d "$out/networks" ] || { "$nnm" networks export --set "$set_name" --out "$out/networks.tmp" >/dev/null && mv "$out/networks.tmp" "$out/networks"; }
-printf 'REPEATS: 5\nMAX_REPEATS: 0\n' > "$out/fixed.yaml"
+printf 'REPEATS: %s\nMAX_REPEATS: 0\n' "$fixed_repeats" > "$out/fixed.yaml"
 printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' > "$out/adaptive.yaml"
 
 hog=""
@@ -53,9 +54,9 @@ for load in $loads; do
   done
 done
 
-/usr/bin/python3 - "$out" "$rounds" $loads <<'PY'
+/usr/bin/python3 - "$out" "$rounds" "$fixed_repeats" $loads <<'PY'
 import json, os, statistics, sys
-out, rounds, loads = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+out, rounds, fixed, loads = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 def within(pairs, tol):
     return 100 * sum(abs(a / b - 1) <= tol for a, b in pairs) / max(1, len(pairs))
 rows = ["| machine | repeats | networks | measurements a round | seconds a round | split-half ±5 / ±10 % | "
@@ -74,7 +75,7 @@ for load in loads:
         total = sum(len(run["models"]) for run in runs)
         settled = f"{total - capped} / {capped}" if capped is not None else "-"
         acc10 = statistics.mean(run["summary"]["within10"] for run in runs)
-        rows.append(f"| {load} | {'5 fixed' if mode == 'fixed' else '3..10'} | {len(labels[0])} | "
+        rows.append(f"| {load} | {fixed + ' fixed' if mode == 'fixed' else '3..10'} | {len(labels[0])} | "
                     f"{statistics.mean(counts):.0f} | {statistics.mean(seconds):.0f} | "
                     f"{100 * ceil5:.1f} / {100 * ceil10:.1f} | "
                     f"{within(retest, 0.05):.1f} / {within(retest, 0.10):.1f} | {settled} | {100 * acc10:.1f} % |")
