@@ -9,9 +9,17 @@
 # accuracy of accuracy.json, how many samples settled, and what the machine check before the build said.
 # Each loaded build is then finished on the quiet machine by `nn-meter build --remeasure-noisy` (the loaded
 # figures are kept in its results-loaded/ first; REMEASURE=0 skips it): what a user told "noisy" does.
-# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [LOADS="quiet loaded"] [REMEASURE=1] bench/run_adaptive_repeats_bench.sh OUT [build-dir]
-# (90 min on 2 cores at SAMPLES=100, FIXED_REPEATS=5: quiet 12, loaded 74, remeasuring 4; resumes per build)
-# Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
+# PRESET=NAME builds whole predictors instead, from `nn-meter create --preset NAME` (fusion rules and calibration
+# included), and scores every build's predictor on one evaluation: the networks of the library sets EVAL_SETS
+# (default published) and of nn_meter.torch_networks' TORCH_SETS (default torchvision-reference) measured once by
+# `nn-meter evaluate` (5 repeats, in one shuffled order with the preset's calibration networks, on which each
+# predictor's term is fitted again), then each predictor scored on that journal (bench/score_on_journal.sh), with
+# the term refitted and with its build's own.
+# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [LOADS="quiet loaded"] [REMEASURE=1] [PRESET=quick [EVAL_SETS=...] [TORCH_SETS=...]]
+#        bench/run_adaptive_repeats_bench.sh OUT [build-dir]
+# (90 min on 2 cores at SAMPLES=100, FIXED_REPEATS=5: quiet 12, loaded 74, remeasuring 4; PRESET=quick
+# LOADS=quiet about 65 on a noisy morning; resumes per build)
+# Writes OUT/summary.md (the tables bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
 cd "$(dirname "$0")/.."
@@ -31,8 +39,13 @@ for load in $loads; do
     ws="$out/$load-$mode"
     [ -f "$ws/done" ] && continue
     rm -rf "$ws"
-    "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
-    cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
+    if [ -n "${PRESET:-}" ]; then
+      "$nnm" create --workspace "$ws" --backend onednn_cpu --preset "$PRESET" >/dev/null
+      build_args=(--predictor-name "onednn_cpu_$load-$mode")
+    else
+      "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
+      build_args=(--no-ruletest)
+      cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
 DETAIL: TRUE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
@@ -48,6 +61,7 @@ KERNELS:
     ITERATION: 1
     ERROR_THRESHOLD: 0.1
 YAML
+    fi
     if [ "$mode" = fixed ]; then
       printf 'REPEATS: %s\n' "$fixed_repeats" >> "$ws/configs/backend_config.yaml"
     else
@@ -58,7 +72,7 @@ YAML
       hog=$!
     fi
     start=$(date +%s)
-    "$nnm" build --workspace "$ws" --backend onednn_cpu --no-ruletest > "$ws/build.log" 2>&1
+    "$nnm" build --workspace "$ws" --backend onednn_cpu "${build_args[@]}" > "$ws/build.log" 2>&1
     echo $(( $(date +%s) - start )) > "$ws/seconds"
     stop_hog
     touch "$ws/done"
@@ -76,11 +90,40 @@ if [[ " $loads " == *" loaded "* ]] && [ "${REMEASURE:-1}" = 1 ]; then
       mv "$ws/results-loaded.tmp" "$ws/results-loaded"
     fi
     start=$(date +%s)
-    "$nnm" build --workspace "$ws" --backend onednn_cpu --no-ruletest --remeasure-noisy > "$ws/remeasure.log" 2>&1
+    remeasure_args=(--no-ruletest)
+    [ -z "${PRESET:-}" ] || remeasure_args=(--predictor-name "onednn_cpu_loaded-$mode")
+    "$nnm" build --workspace "$ws" --backend onednn_cpu "${remeasure_args[@]}" --remeasure-noisy > "$ws/remeasure.log" 2>&1
     echo $(( $(date +%s) - start )) > "$ws/remeasure-seconds"
     touch "$ws/remeasured"
     echo "loaded $mode, remeasured quiet: $(cat "$ws/remeasure-seconds") s (finished $(date -u +%H:%M) UTC)"
   done
+fi
+
+# PRESET: one evaluation measured once (with the first build's predictor), every build's predictor scored on it.
+builds=()
+for load in $loads; do for mode in fixed adaptive; do builds+=("$load-$mode"); done; done
+if [ -n "${PRESET:-}" ] && [ ! -f "$out/scored" ]; then
+  for set in ${EVAL_SETS:-published}; do "$nnm" networks export --set "$set" --out "$out/models" >/dev/null; done
+  for set in ${TORCH_SETS-torchvision-reference}; do
+    PYTHONPATH="$(realpath "$build")/python" /usr/bin/python3 -m nn_meter.torch_networks export "$set" "$out/models" \
+      >/dev/null
+  done
+  for set in $("$nnm" --json create --list-presets | /usr/bin/python3 -c '
+import json, sys
+print(" ".join({p["name"]: p for p in json.load(sys.stdin)}[sys.argv[1]]["predictorbuild_config"]["CALIBRATION_NETWORKS"]))' "$PRESET"); do
+    "$nnm" networks export --set "$set" --out "$out/calibration" >/dev/null
+  done
+  "$nnm" evaluate --predictor "$out/${builds[0]}/predictor_build/predictor" --onnx "$out/models" \
+    --calibrate-on "$out/calibration" --repeats 5 --work-dir "$out/evaluate" > "$out/evaluate.txt"
+  # Every predictor is scored on the same fixed 5 repeats, whatever repeats its build measured with.
+  printf 'MAX_REPEATS: 0\n' > "$out/scoring.yaml"
+  for b in "${builds[@]}"; do
+    CONFIG="$out/scoring.yaml" bench/score_on_journal.sh "$nnm" "$out/evaluate" "$out/scored/$b" "$out/$b/predictor_build/predictor" \
+      "$out/models" "$out/calibration" 5 >/dev/null
+    CONFIG="$out/scoring.yaml" bench/score_on_journal.sh "$nnm" "$out/evaluate" "$out/scored/$b-build-term" "$out/$b/predictor_build/predictor" \
+      "$out/models" - 5 >/dev/null
+  done
+  touch "$out/scored"
 fi
 
 /usr/bin/python3 - "$out" "$fixed_repeats" $loads <<'PY'
@@ -135,8 +178,30 @@ for load in loads:
     checks.append(f"- {load}: " + ("; ".join(l.split("machine check, ", 1)[1][:160] for l in log if "machine check, " in l) or "no warning"))
 quality = [f"{load} {mode}: {json.load(open(meta)).get('measurement_quality', {}).get('verdict', '-')}"
            for load, mode, res, meta, seconds in builds]
+scored = []
+if os.path.exists(os.path.join(out, "scored")):
+    # Whole predictors (PRESET): the build's measurements are its journals' records, kernels and calibration networks.
+    scored = ["", "| build | measurements | build (s) | networks | term refitted: ±5 / ±10 % / RMSPE | build's term: ±5 / ±10 % / RMSPE |",
+              "|---|---|---|---|---|---|"]
+    for load in loads:
+        for mode in ("fixed", "adaptive"):
+            name = f"{load}-{mode}"
+            ws = os.path.join(out, name, "predictor_build")
+            spent = sum(sum(1 for _ in open(os.path.join(root, f))) for root, _, files in os.walk(ws)
+                        for f in files if f.endswith(".jsonl") and "journal" in f)
+            figures = []
+            for d in (name, name + "-build-term"):
+                s = json.load(open(os.path.join(out, "scored", d, "results.json")))["summary"]
+                figures.append(f"{100 * s['within5']:.1f} / {100 * s['within10']:.1f} / {s['rmspe']:.1f} %")
+            n = len(json.load(open(os.path.join(out, "scored", name, "results.json")))["models"])
+            seconds = open(os.path.join(out, name, "seconds")).read().strip()
+            scored.append(f"| {load}, {fixed_repeats + ' fixed' if mode == 'fixed' else '3..10'} | {spent} | {seconds} | "
+                          f"{n} | {figures[0]} | {figures[1]} |")
+    ceiling = json.load(open(os.path.join(out, "evaluate", "results.json")))["summary"]["repeatability"]
+    scored.append(f"\nThe evaluation's split-half ceiling: ±5 % {100 * ceiling['within5']:.1f} %, "
+                  f"±10 % {100 * ceiling['within10']:.1f} %.")
 open(os.path.join(out, "summary.md"), "w").write(
     "\n".join(rows) + "\n\nMachine check before the fixed builds:\n" + "\n".join(checks) +
-    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n")
+    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n" + "\n".join(scored) + "\n")
 print(open(os.path.join(out, "summary.md")).read())
 PY
