@@ -4,13 +4,17 @@
 # freeze_binaries BUILD_DIR DEST PROGRAM...: copy PROGRAMs (paths under BUILD_DIR) and libnnmeter into DEST.
 # use_frozen DIR: load libnnmeter from DIR first (LD_LIBRARY_PATH precedes the build tree's RUNPATH; workers
 # inherit it). Output folders made before the library was copied fall back to the build tree, as before.
+# A resumed run keeps the copies it made first (DEST/.frozen), whatever the tree holds now: it was rebuilding and
+# copying again, so a resume after any commit measured with other code than the run's first half.
 freeze_binaries() {
   local build="$1" dest="$2"
   shift 2
+  [ ! -f "$dest/.frozen" ] || return 0
   mkdir -p "$dest"
   local program
   for program in "$@"; do cp "$build/$program" "$dest/"; done
   cp -P "$build"/libnnmeter.so* "$dest/"
+  touch "$dest/.frozen"
 }
 use_frozen() {
   export LD_LIBRARY_PATH="$1${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

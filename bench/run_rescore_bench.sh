@@ -20,6 +20,7 @@ shift
 bin="$out/bin" score="$out/score"
 if [ -n "${RESCORE_WITH:-}" ]; then
   bin="$out/bin-rescore" score="$out/score-rescore"
+  rm -rf "$bin"  # rescoring measures nothing: each run takes the build it is given
   freeze_binaries "$RESCORE_WITH" "$bin" nn-meter nn-meter-worker
 fi
 nnm="$bin/nn-meter"
