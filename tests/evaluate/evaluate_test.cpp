@@ -350,9 +350,11 @@ TEST_F(EvaluateCli, RefreshRelevelsACalibratedPredictor) {
   for (const Json& m : d["evaluation"]["models"])
     if (m["predicted_ms"].is_number()) before[m["model"].get<std::string>()] = m["predicted_ms"].get<double>();
   const Json levelled = Json::parse(e.out);
-  for (const Json& m : levelled["models"])
-    if (m["predicted_ms"].is_number())
-      EXPECT_NEAR(m["predicted_ms"].get<double>(), before.at(m["model"].get<std::string>()) * median, 1e-9 * median * before.at(m["model"].get<std::string>())) << m.dump();
+  for (const Json& m : levelled["models"]) {
+    if (!m["predicted_ms"].is_number()) continue;
+    const double was = before.at(m["model"].get<std::string>());
+    EXPECT_NEAR(m["predicted_ms"].get<double>(), was * median, 1e-9 * median * was) << m.dump();
+  }
   // The same measurements again: the level is where they put it already.
   const CliResult again = refresh({});
   ASSERT_EQ(again.exit_code, 0) << again.err;
