@@ -15,6 +15,7 @@
 # Writes OUT/summary.md (the table bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/load_hog.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_adaptive_networks_bench.sh OUT PREDICTOR [build-dir]}")"
 predictor="$(realpath "${2:?usage: run_adaptive_networks_bench.sh OUT PREDICTOR [build-dir]}")"
@@ -29,9 +30,6 @@ frozen_nnmeter "$build" "$out"
 printf 'REPEATS: %s\nMAX_REPEATS: 0\n' "$fixed_repeats" > "$out/fixed.yaml"
 printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' > "$out/adaptive.yaml"
 
-hog=""
-stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }
-trap stop_hog EXIT
 
 for load in $loads; do
   for round in $(seq 1 "$rounds"); do
@@ -39,8 +37,7 @@ for load in $loads; do
       dir="$out/$load-$mode-$round"
       [ -f "$dir/done" ] && continue
       if [ "$load" = loaded ]; then
-        bash -c 'while :; do :; done' &
-        hog=$!
+        start_hog
       fi
       mkdir -p "$dir"
       start=$(date +%s)

@@ -22,6 +22,7 @@
 # Writes OUT/summary.md (the tables bench/RESULTS-adaptive-repeats.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/load_hog.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_adaptive_repeats_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
@@ -30,9 +31,6 @@ fixed_repeats="${FIXED_REPEATS:-5}"
 loads="${LOADS:-quiet loaded}"
 frozen_nnmeter "$build" "$out"
 
-hog=""
-stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }
-trap stop_hog EXIT
 
 for load in $loads; do
   for mode in fixed adaptive; do
@@ -68,8 +66,7 @@ YAML
       printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' >> "$ws/configs/backend_config.yaml"
     fi
     if [ "$load" = loaded ]; then
-      bash -c 'while :; do :; done' &
-      hog=$!
+      start_hog
     fi
     start=$(date +%s)
     "$nnm" build --workspace "$ws" --backend onednn_cpu "${build_args[@]}" > "$ws/build.log" 2>&1

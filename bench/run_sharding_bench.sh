@@ -10,15 +10,13 @@
 # Writes OUT/summary.md (what bench/RESULTS-sharding.md quotes).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/freeze_binaries.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/load_hog.sh"
 cd "$(dirname "$0")/.."
 out="$(realpath -m "${1:?usage: run_sharding_bench.sh OUT [build-dir]}")"
 build="${2:-build}"
 samples="${SAMPLES:-40}"
 frozen_nnmeter "$build" "$out"
 
-hog=""
-stop_hog() { if [ -n "$hog" ]; then kill "$hog" 2>/dev/null || true; wait "$hog" 2>/dev/null || true; hog=""; fi; }
-trap stop_hog EXIT
 
 workspace() {  # workspace DIR
   rm -rf "$1"
@@ -56,8 +54,7 @@ for part in sharded loaded; do
   # shellcheck disable=SC2046
   "$nnm" build $(build_args "$ws") --plan-only --json > "$ws.plan.json"
   if [ "$part" = loaded ]; then
-    taskset -c 0 bash -c 'while :; do :; done' &
-    hog=$!
+    start_hog 0
   fi
   # shellcheck disable=SC2046
   taskset -c 0 "$nnm" build $(build_args "$ws") --shard 1/2 > "$ws.shard1.log" 2>&1 &
