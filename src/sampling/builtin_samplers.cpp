@@ -27,6 +27,8 @@ const std::vector<int64_t> kStrides = {1, 2};
 const std::vector<int64_t> kPoolHw = {14, 28, 56, 112, 224};
 const std::vector<int64_t> kPoolKs = {2, 3};
 const std::vector<int64_t> kConcatHw = {7, 14, 28, 56};
+// The input resolutions networks are run at (stems, and the sizes concat's samples take at them).
+const std::vector<int64_t> kInputResolutions = {96, 128, 160, 192, 224, 256, 288};
 
 // Fixed shares of frequent values: int(share * r) copies of each value but the last, which takes the
 // remainder so the list has exactly r entries.
@@ -191,18 +193,40 @@ class BuiltinSampler : public ConfigSampler {
   // among the library's 1,251 rows): the main job's build had none among its 165 conv samples and predicted real
   // stems 4-5x too slow, +11 % on a whole MobileNetV3 at 224 (bench/RESULTS-main-job.md). That share of the
   // samples becomes stems at the resolutions networks are run at, at positions of a stream of its own.
+  //
+  // Stems come in a few forms, and a form no sample has is extrapolated: AlexNet's 11x11 stride-4 stem came out
+  // 2.4-2.5x too slow when its family was held out (bench/RESULTS-accuracy.md). So each form is drawn once before
+  // any is drawn twice; the rest follow the forms' weights (their share among the families we know).
   void add_stems(std::vector<KernelConfig>& out, Rng& rng) const {
-    static const std::vector<int64_t> kStemHw = {96, 128, 160, 192, 224, 256, 288}, kStemCout = {16, 24, 32, 48, 64, 96};
+    struct Form {
+      int64_t kernel_size, stride;
+      uint64_t weight;  // of 16
+    };
+    static const std::vector<Form> kForms = {
+        {3, 2, 7},   // MobileNets, EfficientNets, MnasNet, RegNets, ShuffleNets
+        {7, 2, 4},   // ResNets, ResNeXts, GoogLeNet, DenseNets
+        {3, 1, 2},   // VGG keeps HW
+        {5, 2, 1},
+        {11, 4, 1},  // AlexNet
+        {4, 4, 1},   // ConvNeXt's and Swin's patchify stems
+    };
+    static const std::vector<int64_t> kStemCout = {16, 24, 32, 48, 64, 96};
     const auto k = static_cast<int>(std::lround(stem_share_ * static_cast<double>(out.size())));
     if (k == 0) return;
     Rng stem_rng(rng.next());
+    size_t drawn = 0;
     for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, k, stem_rng)) {
-      const uint64_t ks = stem_rng.below(10), stride = stem_rng.below(8);
-      out[static_cast<size_t>(at)] = {{"HW", kStemHw[stem_rng.below(kStemHw.size())]},
+      const uint64_t hw = stem_rng.below(kInputResolutions.size()), cout = stem_rng.below(kStemCout.size());
+      size_t form = drawn++;
+      if (form >= kForms.size()) {
+        uint64_t w = stem_rng.below(16);
+        for (form = 0; w >= kForms[form].weight; ++form) w -= kForms[form].weight;
+      }
+      out[static_cast<size_t>(at)] = {{"HW", kInputResolutions[hw]},
                                       {"CIN", 3},
-                                      {"COUT", kStemCout[stem_rng.below(kStemCout.size())]},
-                                      {"KERNEL_SIZE", ks < 6 ? 3 : ks < 9 ? 7 : 5},  // MobileNets 3, ResNets 7
-                                      {"STRIDES", stride == 0 ? 1 : 2}};              // VGG's stem keeps HW
+                                      {"COUT", kStemCout[cout]},
+                                      {"KERNEL_SIZE", kForms[form].kernel_size},
+                                      {"STRIDES", kForms[form].stride}};
     }
   }
 
@@ -303,7 +327,23 @@ class BuiltinSampler : public ConfigSampler {
       out.push_back(std::move(c));
     }
     align_channels(out, align_rng);
+    at_network_resolutions(out, rng);
     return out;
+  }
+
+  // Ours: nn-Meter snaps concat's HW to 7, 14, 28 and 56, the sizes of a network at 224. Concat is memory-bound
+  // and the regressor does not carry between those sizes: SqueezeNet's concats at 31-59 px (at 224 too: 54) came
+  // out +48…+120 % with their family held out (bench/RESULTS-accuracy.md). Half the samples, at positions of a
+  // stream of their own, take the size the same layer has in the network run at another input resolution.
+  void at_network_resolutions(std::vector<KernelConfig>& out, Rng& rng) const {
+    Rng at_rng(rng.next());
+    const auto half = static_cast<int>(out.size() / 2);
+    if (half == 0) return;
+    for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, half, at_rng)) {
+      KernelConfig& c = out[static_cast<size_t>(at)];
+      const int64_t r = kInputResolutions[at_rng.below(kInputResolutions.size())];
+      c["HW"] = std::max<int64_t>(1, (c["HW"].get<int64_t>() * r + 112) / 224);
+    }
   }
 
   std::vector<KernelConfig> hwcin_prior(int n, Rng& rng, Rng& align_rng) const {

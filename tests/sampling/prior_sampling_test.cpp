@@ -157,24 +157,38 @@ TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
 
 // STEM_SAMPLES: that share of the conv samples becomes 3-channel stems at input resolutions; the others stay the
 // samples of the seed.
-TEST(PriorSampling, StemSamplesReplaceAShareWithStems) {
-  const auto plain = suite_for("conv-bn-relu").sampler->prior_config_sampling(320, 7);
-  const auto with = suite_for("conv-bn-relu", {{"STEM_SAMPLES", 0.0625}}).sampler->prior_config_sampling(320, 7);
-  ASSERT_EQ(with.size(), plain.size());
+std::vector<KernelConfig> stems_among(int n) {
+  const auto plain = suite_for("conv-bn-relu").sampler->prior_config_sampling(n, 7);
+  const auto with = suite_for("conv-bn-relu", {{"STEM_SAMPLES", 0.0625}}).sampler->prior_config_sampling(n, 7);
+  EXPECT_EQ(with.size(), plain.size());
   std::multiset<std::string> left;
   for (const auto& c : plain) left.insert(c.dump());
-  int stems = 0;
-  for (const auto& c : with) {
-    if (const auto it = left.find(c.dump()); it != left.end()) {
-      left.erase(it);
-      continue;
-    }
-    ++stems;
+  std::vector<KernelConfig> stems;
+  for (const auto& c : with)
+    if (const auto it = left.find(c.dump()); it != left.end()) left.erase(it);
+    else stems.push_back(c);
+  return stems;
+}
+
+std::set<std::pair<int64_t, int64_t>> stem_forms(const std::vector<KernelConfig>& stems) {
+  std::set<std::pair<int64_t, int64_t>> forms;
+  for (const auto& c : stems) forms.insert({c["KERNEL_SIZE"].get<int64_t>(), c["STRIDES"].get<int64_t>()});
+  return forms;
+}
+
+TEST(PriorSampling, StemSamplesReplaceAShareWithStems) {
+  const auto stems = stems_among(320);
+  EXPECT_EQ(stems.size(), 20u);  // 320 / 16
+  for (const auto& c : stems) {
     EXPECT_EQ(c["CIN"], 3) << c.dump();
     EXPECT_GE(c["HW"].get<int64_t>(), 96) << c.dump();
-    EXPECT_NE(c["KERNEL_SIZE"], 1) << c.dump();
   }
-  EXPECT_EQ(stems, 20);  // 320 / 16
+  // Every form of stem is among them, AlexNet's 11x11 stride 4 and the 4x4 patchify stem included.
+  const std::set<std::pair<int64_t, int64_t>> all = {{3, 2}, {7, 2}, {3, 1}, {5, 2}, {11, 4}, {4, 4}};
+  EXPECT_EQ(stem_forms(stems), all);
+  // A build too small for one stem of each form gets the commonest first.
+  const std::set<std::pair<int64_t, int64_t>> commonest = {{3, 2}, {7, 2}};
+  EXPECT_EQ(stem_forms(stems_among(32)), commonest);
 }
 
 TEST(PriorSampling, FamilySpecificRules) {
@@ -187,6 +201,18 @@ TEST(PriorSampling, FamilySpecificRules) {
   EXPECT_NEAR(share(concat, "CIN4", 0), 0.6, 1e-9);  // 40 % have four inputs
   EXPECT_NEAR(share(concat, "CIN3", 0), 0.4, 1e-9);  // 20 % three, 40 % two
   for (const auto& c : concat) EXPECT_TRUE(c["CIN3"] != 0 || c["CIN4"] == 0) << c.dump();
+  // Half of concat's samples leave nn-Meter's sizes for those of networks at other input resolutions (96-288),
+  // the sizes between 28 and 56 among them.
+  const auto grid = [](const KernelConfig& c) { return std::set<int64_t>{7, 14, 28, 56}.count(c["HW"].get<int64_t>()) > 0; };
+  size_t off_grid = 0, between = 0;
+  for (const auto& c : concat) {
+    off_grid += !grid(c);
+    between += c["HW"].get<int64_t>() > 28 && c["HW"].get<int64_t>() < 56;
+    EXPECT_LE(c["HW"].get<int64_t>(), 72) << c.dump();
+  }
+  EXPECT_GT(off_grid, 300u);
+  EXPECT_LE(off_grid, 500u);
+  EXPECT_GT(between, 30u);
 }
 
 // The transformer kernels: every other sample is a real layer of tokens.csv / attention.csv as it is, the rest
