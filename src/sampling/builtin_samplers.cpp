@@ -27,7 +27,7 @@ const std::vector<int64_t> kStrides = {1, 2};
 const std::vector<int64_t> kPoolHw = {14, 28, 56, 112, 224};
 const std::vector<int64_t> kPoolKs = {2, 3};
 const std::vector<int64_t> kConcatHw = {7, 14, 28, 56};
-// The input resolutions networks are run at (stems, and the sizes concat's samples take at them).
+// The input resolutions networks are run at (the stems' HW).
 const std::vector<int64_t> kInputResolutions = {96, 128, 160, 192, 224, 256, 288};
 
 // Fixed shares of frequent values: int(share * r) copies of each value but the last, which takes the
@@ -327,23 +327,7 @@ class BuiltinSampler : public ConfigSampler {
       out.push_back(std::move(c));
     }
     align_channels(out, align_rng);
-    at_network_resolutions(out, rng);
     return out;
-  }
-
-  // Ours: nn-Meter snaps concat's HW to 7, 14, 28 and 56, the sizes of a network at 224. Concat is memory-bound
-  // and the regressor does not carry between those sizes: SqueezeNet's concats at 31-59 px (at 224 too: 54) came
-  // out +48…+120 % with their family held out (bench/RESULTS-accuracy.md). Half the samples, at positions of a
-  // stream of their own, take the size the same layer has in the network run at another input resolution.
-  void at_network_resolutions(std::vector<KernelConfig>& out, Rng& rng) const {
-    Rng at_rng(rng.next());
-    const auto half = static_cast<int>(out.size() / 2);
-    if (half == 0) return;
-    for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, half, at_rng)) {
-      KernelConfig& c = out[static_cast<size_t>(at)];
-      const int64_t r = kInputResolutions[at_rng.below(kInputResolutions.size())];
-      c["HW"] = std::max<int64_t>(1, (c["HW"].get<int64_t>() * r + 112) / 224);
-    }
   }
 
   std::vector<KernelConfig> hwcin_prior(int n, Rng& rng, Rng& align_rng) const {
