@@ -195,8 +195,8 @@ class BuiltinSampler : public ConfigSampler {
   // samples becomes stems at the resolutions networks are run at, at positions of a stream of its own.
   //
   // Stems come in a few forms, and a form no sample has is extrapolated: AlexNet's 11x11 stride-4 stem came out
-  // 2.4-2.5x too slow when its family was held out (bench/RESULTS-accuracy.md). So each form is drawn once before
-  // any is drawn twice; the rest follow the forms' weights (their share among the families we know).
+  // 2.2x too slow without a sample of its form and 1.2x with one (bench/RESULTS-accuracy.md). So each form is
+  // drawn once before any is drawn twice; the rest follow the forms' weights (their share among the families we know).
   void add_stems(std::vector<KernelConfig>& out, Rng& rng) const {
     struct Form {
       int64_t kernel_size, stride;
