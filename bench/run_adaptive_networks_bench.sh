@@ -30,7 +30,6 @@ frozen_nnmeter "$build" "$out"
 printf 'REPEATS: %s\nMAX_REPEATS: 0\n' "$fixed_repeats" > "$out/fixed.yaml"
 printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' > "$out/adaptive.yaml"
 
-
 for load in $loads; do
   for round in $(seq 1 "$rounds"); do
     for mode in fixed adaptive; do

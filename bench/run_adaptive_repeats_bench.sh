@@ -31,7 +31,6 @@ fixed_repeats="${FIXED_REPEATS:-5}"
 loads="${LOADS:-quiet loaded}"
 frozen_nnmeter "$build" "$out"
 
-
 for load in $loads; do
   for mode in fixed adaptive; do
     ws="$out/$load-$mode"

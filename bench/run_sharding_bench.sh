@@ -17,7 +17,6 @@ build="${2:-build}"
 samples="${SAMPLES:-40}"
 frozen_nnmeter "$build" "$out"
 
-
 workspace() {  # workspace DIR
   rm -rf "$1"
   "$nnm" create --workspace "$1" --backend onednn_cpu --preset quick >/dev/null

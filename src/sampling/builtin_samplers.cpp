@@ -27,8 +27,6 @@ const std::vector<int64_t> kStrides = {1, 2};
 const std::vector<int64_t> kPoolHw = {14, 28, 56, 112, 224};
 const std::vector<int64_t> kPoolKs = {2, 3};
 const std::vector<int64_t> kConcatHw = {7, 14, 28, 56};
-// The input resolutions networks are run at (the stems' HW).
-const std::vector<int64_t> kInputResolutions = {96, 128, 160, 192, 224, 256, 288};
 
 // Fixed shares of frequent values: int(share * r) copies of each value but the last, which takes the
 // remainder so the list has exactly r entries.
@@ -210,19 +208,19 @@ class BuiltinSampler : public ConfigSampler {
         {11, 4, 1},  // AlexNet
         {4, 4, 1},   // ConvNeXt's and Swin's patchify stems
     };
-    static const std::vector<int64_t> kStemCout = {16, 24, 32, 48, 64, 96};
+    static const std::vector<int64_t> kStemHw = {96, 128, 160, 192, 224, 256, 288}, kStemCout = {16, 24, 32, 48, 64, 96};
     const auto k = static_cast<int>(std::lround(stem_share_ * static_cast<double>(out.size())));
     if (k == 0) return;
     Rng stem_rng(rng.next());
     size_t drawn = 0;
     for (int64_t at : sample_in_range(0, static_cast<int64_t>(out.size()) - 1, k, stem_rng)) {
-      const uint64_t hw = stem_rng.below(kInputResolutions.size()), cout = stem_rng.below(kStemCout.size());
+      const uint64_t hw = stem_rng.below(kStemHw.size()), cout = stem_rng.below(kStemCout.size());
       size_t form = drawn++;
       if (form >= kForms.size()) {
         uint64_t w = stem_rng.below(16);
         for (form = 0; w >= kForms[form].weight; ++form) w -= kForms[form].weight;
       }
-      out[static_cast<size_t>(at)] = {{"HW", kInputResolutions[hw]},
+      out[static_cast<size_t>(at)] = {{"HW", kStemHw[hw]},
                                       {"CIN", 3},
                                       {"COUT", kStemCout[cout]},
                                       {"KERNEL_SIZE", kForms[form].kernel_size},
