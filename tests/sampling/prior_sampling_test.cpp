@@ -189,6 +189,13 @@ TEST(PriorSampling, StemSamplesReplaceAShareWithStems) {
   // A build too small for one stem of each form gets the commonest first.
   const std::set<std::pair<int64_t, int64_t>> commonest = {{3, 2}, {7, 2}};
   EXPECT_EQ(stem_forms(stems_among(32)), commonest);
+  // Past one of each, the forms follow their weights: mostly 3x3 stride 2 (7 of 16), AlexNet's seldom (1 of 16).
+  std::map<std::pair<int64_t, int64_t>, double> share;
+  const auto many = stems_among(3200);
+  for (const auto& c : many) share[{c["KERNEL_SIZE"].get<int64_t>(), c["STRIDES"].get<int64_t>()}] += 1.0 / many.size();
+  EXPECT_NEAR((share[{3, 2}]), 7.0 / 16, 0.08);
+  EXPECT_NEAR((share[{7, 2}]), 4.0 / 16, 0.08);
+  EXPECT_NEAR((share[{11, 4}]), 1.0 / 16, 0.05);
 }
 
 TEST(PriorSampling, FamilySpecificRules) {
