@@ -289,8 +289,9 @@ class LoadedPredictor {
   const fs::path& folder() const { return folder_; }
   std::vector<std::string> kernels() const;
   bool has_kernel(const std::string& kernel) const { return meta_.kernels.count(kernel) != 0; }
-  // Batched prediction (ms). Unknown kernel or rows of the wrong width → Error; so is a model file that
-  // fails load_predictor_folder's per-kernel checks, each time that kernel is asked for.
+  // Batched prediction (ms). Unknown kernel or rows narrower than the model → Error; so is a model file that
+  // fails load_predictor_folder's per-kernel checks, each time that kernel is asked for. Rows wider than the
+  // model are read up to its width: a model trained before a feature was appended still predicts.
   std::vector<double> predict(const std::string& kernel, const FeatureMatrix& rows) const;
 
  private:

@@ -11,13 +11,14 @@ namespace nnmeter::kernels {
 
 namespace {
 
-enum class Extra { None, Conv, DwConv, GConv, Fc, Tokens, Linear, MatMul };
+enum class Extra { None, Conv, DwConv, GConv, Fc, Tokens, Linear, MatMul, Concat };
 
 // How many values the extra features add after the needed configs.
 size_t extra_count(Extra e) {
   switch (e) {
     case Extra::None: return 0;
-    case Extra::Tokens: return 1;
+    case Extra::Tokens:
+    case Extra::Concat: return 1;
     case Extra::GConv: return 3;
     case Extra::Conv:
     case Extra::DwConv:
@@ -53,6 +54,14 @@ class BuiltinParser : public FeatureParser {
     // Ours: the token kernels' size, and the work and bytes of a matmul of two activations.
     if (extra_ == Extra::Tokens) {
       feature.push_back(feature[0] * feature[1] / 1e6);
+      return feature;
+    }
+    // Ours: the elements a concat copies. Its time follows HW² · ΣCIN (530–740 ps an element on onednn_cpu at
+    // every size), a sum the power law cannot build from the inputs' channels read apart. With it, real networks'
+    // concats went from Σ +49.5 % to +17.7 % of their measured time, the other kernels' level
+    // (bench/RESULTS-accuracy.md).
+    if (extra_ == Extra::Concat) {
+      feature.push_back(feature[0] * feature[0] * (feature[1] + feature[2] + feature[3] + feature[4]) / 1e6);
       return feature;
     }
     if (extra_ == Extra::MatMul) {
@@ -144,7 +153,7 @@ std::unique_ptr<FeatureParser> make_parser(const std::string& kernel_name, Famil
     case Family::Fc: return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"CIN", "COUT"}, Extra::Fc);
     case Family::Concat:
       return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN1", "CIN2", "CIN3", "CIN4"},
-                                             Extra::None);
+                                             Extra::Concat);
     case Family::Tokens:
       return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"T", "CIN"}, Extra::Tokens);
     case Family::Linear:

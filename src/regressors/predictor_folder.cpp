@@ -253,7 +253,15 @@ std::vector<double> LoadedPredictor::predict(const std::string& kernel, const Fe
     check_layout(model, meta_.kernels.at(kernel), m.file);
     m.regressor = std::move(model);
   }
-  return m.regressor->predict(rows);
+  // A kernel's features only grow at their end (kernels/feature_parsers.cpp), so a model trained before an
+  // extra feature existed reads the leading ones it was trained on.
+  const size_t width = m.regressor->feature_count();
+  if (rows.empty() || rows.front().size() <= width) return m.regressor->predict(rows);
+  FeatureMatrix leading;
+  leading.reserve(rows.size());
+  for (const auto& row : rows)
+    leading.emplace_back(row.begin(), row.begin() + static_cast<std::ptrdiff_t>(std::min(width, row.size())));
+  return m.regressor->predict(leading);
 }
 
 LoadedPredictor load_predictor_folder(const fs::path& folder) {

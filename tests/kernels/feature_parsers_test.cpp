@@ -55,8 +55,14 @@ TEST(FeatureParsers, FcPoolingConcatAndElementwise) {
   EXPECT_EQ(pool->needed_config(), (std::vector<std::string>{"HW", "CIN", "COUT", "KERNEL_SIZE", "POOL_STRIDES"}));
   EXPECT_EQ(pool->get_feature_by_config({{"HW", 56}, {"CIN", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 2}}),
             (std::vector<double>{56, 64, 64, 3, 2}));
+  // Concat appends the elements it copies (millions): HW² · ΣCIN.
   EXPECT_EQ(parser_for("concat")->get_feature_by_config({{"HW", 7}, {"CIN1", 3}, {"CIN2", 4}, {"CIN3", 0}}),
-            (std::vector<double>{7, 3, 4, 0, 0}));
+            (std::vector<double>{7, 3, 4, 0, 0, 49.0 * 7 / 1e6}));
+  EXPECT_EQ(parser_for("concat")->get_feature_by_config({{"HW", 28}, {"CIN1", 64}, {"CIN2", 32}, {"CIN3", 16}, {"CIN4", 8}})
+                .back(),
+            28.0 * 28 * 120 / 1e6);
+  EXPECT_EQ(parser_for("concat")->get_config_by_feature({7, 3, 4, 0, 0, 49.0 * 7 / 1e6}),
+            Json({{"HW", 7}, {"CIN1", 3}, {"CIN2", 4}, {"CIN3", 0}, {"CIN4", 0}}));
   auto add = parser_for("add");
   EXPECT_EQ(add->get_feature_by_config({{"HW", 7}, {"CIN", 3}}), (std::vector<double>{7, 3, 3}));
   EXPECT_EQ(add->get_config_by_feature({7, 3, 3}), Json({{"HW", 7}, {"CIN", 3}}));

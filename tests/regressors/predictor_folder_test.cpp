@@ -81,6 +81,19 @@ TEST(PredictorFolder, RoundTripPredictsIdentically) {
   EXPECT_THROW(p.predict("fc", {{1.0, 2.0}}), Error);
 }
 
+// A predictor built before a kernel gained an appended feature (concat's elements) still predicts: it reads
+// the leading features it was trained on. Narrower rows are still an error.
+TEST(PredictorFolder, RowsWiderThanTheModelAreReadUpToItsWidth) {
+  BuiltFolder b;
+  const LoadedPredictor p = load_predictor_folder(b.folder);
+  FeatureMatrix wider = b.fc.features;
+  for (auto& row : wider) row.push_back(12345.0);
+  EXPECT_EQ(p.predict("fc", wider), b.fc_pred);
+  FeatureMatrix narrower = b.fc.features;
+  for (auto& row : narrower) row.pop_back();
+  EXPECT_THROW(p.predict("fc", narrower), Error);
+}
+
 TEST(PredictorFolder, MetadataDescribesBackendDeviceLibrariesAndLayout) {
   BuiltFolder b;
   const Json m = b.meta();
