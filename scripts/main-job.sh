@@ -6,8 +6,8 @@
 # the accuracy tables next to the measurement's own repeatability, register the predictor (with the backend's
 # fusion rules), predict four CNNs, and evaluate the predictor on them: each CNN measured by the same protocol,
 # in one order with the 23 calibration networks, the report in OUT/report.html.
-# About 20 minutes on 2 cores from a fresh clone, 30 on a slow day (bench/RESULTS-main-job.md). Everything goes to a throw-away
-# NN_METER_HOME and workspace under the output folder.
+# About 20 minutes on 2 cores from a fresh clone, 30 on a slow day (bench/RESULTS-main-job.md). Everything goes to
+# a throw-away NN_METER_HOME and workspace under the output folder.
 # Usage: scripts/main-job.sh [output-dir]   (default: ./main-job-output)
 set -euo pipefail
 cd "$(dirname "$0")/.."
