@@ -14,4 +14,9 @@ if grep -q '^NNMETER_SANITIZE:BOOL=ON' "$build_dir/CMakeCache.txt"; then
   # checking then dies at exit ("Tracer caught signal 11") with no leak found. glibc 2.36 has no such header.
   export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0"
 fi
-ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
+if ! ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"; then
+  # A full disk fails whichever tests write the most (fc kernels, network exports, evaluate journals) with errors
+  # that do not say so; the space left goes last, where a CI log's tail shows it.
+  df -h "$build_dir" "${TMPDIR:-/tmp}" >&2
+  exit 8
+fi

@@ -34,8 +34,11 @@ class Registry;
 // The predictor kernels that stand in for a detected compute kernel when a predictor lacks it, best first (the
 // first is `kernel` itself): for convs the same activation with and without BN, then nn-Meter's conv and dwconv
 // families; for a grouped conv (gconv-*) its own family, then the dense conv's, which predicts one group of it;
-// element-wise kernels with the same features.
+// element-wise kernels with the same features; a channel shuffle the concat of its two halves (the same bytes moved).
 std::vector<std::string> stand_in_kernels(const std::string& kernel);
+// The config `predictor_kernel` reads for a layer of `kernel` it stands in for: a channel shuffle's {HW, CIN} as
+// the concat of its two halves; any other the same (a grouped conv predicted per group is rewritten by prediction).
+KernelConfig stand_in_config(const std::string& kernel, const std::string& predictor_kernel, KernelConfig config);
 // A grouped conv kernel (gconv-*): its config has GROUPS, and CIN and COUT of the whole layer.
 bool is_grouped_conv(const std::string& kernel);
 

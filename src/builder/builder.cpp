@@ -285,15 +285,17 @@ std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std:
           kernel = candidate;
           break;
         }
-      if (std::find(todo.begin(), todo.end(), kernel) == todo.end() || !seen[kernel].insert(k.config.dump()).second) continue;
+      if (std::find(todo.begin(), todo.end(), kernel) == todo.end()) continue;
+      KernelConfig config = stand_in_config(k.kernel, kernel, k.config);
+      if (!seen[kernel].insert(config.dump()).second) continue;
       try {
-        suite(kernel).kernel->input_tensor_shape(k.config);
+        suite(kernel).kernel->input_tensor_shape(config);
       } catch (const Error& e) {
         spdlog::debug("{}: {} of {} is not a config the kernel builds: {}", kernel, k.name, ir.origin, e.what());
         ++unbuildable[kernel];
         continue;
       }
-      configs[kernel].push_back(k.config);
+      configs[kernel].push_back(std::move(config));
     }
   for (const auto& kernel : todo) {
     if (configs[kernel].empty()) continue;

@@ -146,9 +146,7 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
 
   const int64_t batch = detection::model_batch(g);
   std::vector<DetectedKernel> kernels;
-  for (int u : ug.order) {
-    const auto& m = members[static_cast<size_t>(u)];
-    if (m.empty()) continue;
+  auto add = [&](const std::vector<const Unit*>& m) {
     DetectedKernel k;
     std::vector<int> nodes;
     for (const auto* unit : m) {
@@ -160,6 +158,18 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
     k.name = k.op + "#" + std::to_string(kernels.size());
     detection::describe_kernel(g, m, batch, k);
     kernels.push_back(std::move(k));
+  };
+  for (int u : ug.order) {
+    const auto& m = members[static_cast<size_t>(u)];
+    if (m.empty()) continue;
+    // A channel shuffle fused after a concat (BF_concat_channelshuffle_split) still moves every element once
+    // more: on onednn_cpu the fused block ran 1.8-2.1x the concat alone at ShuffleNetV2's sizes, the shuffle alone
+    // 0.8-0.9x (bench/results/shuffle-2026-12-03/summary.md), and no builder kernel measures the block. The concat
+    // keeps the split the backend writes in place; the shuffle is a kernel of its own.
+    std::vector<const Unit*> kernel, shuffles;
+    for (const Unit* x : m) (m.front()->type == "concat" && x->type == "channelshuffle" ? shuffles : kernel).push_back(x);
+    add(kernel);
+    for (const Unit* s : shuffles) add({s});
   }
   return kernels;
 }

@@ -128,7 +128,17 @@ std::vector<std::string> stand_in_kernels(const std::string& kernel) {
   if (kernel == "hswish") add("swish");
   if (kernel == "swish") add("hswish");
   if (kernel == "linear-gelu") add("linear");  // the GELU a fused kernel hides is a small part of it
+  // A shuffle copies its tensor into the new order: the concat of its two halves moves the same bytes.
+  if (kernel == "channelshuffle") add("concat");
   return out;
+}
+
+KernelConfig stand_in_config(const std::string& kernel, const std::string& predictor_kernel, KernelConfig config) {
+  if (kernel == "channelshuffle" && predictor_kernel == "concat") {
+    const int64_t hw = config["HW"].get<int64_t>(), cin = config["CIN"].get<int64_t>();
+    return {{"HW", hw}, {"CIN1", cin / 2}, {"CIN2", cin - cin / 2}};
+  }
+  return config;
 }
 
 LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder) { return from_folder(folder, Registry()); }
@@ -222,6 +232,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       p.groups = p.config["GROUPS"].get<int64_t>();
       for (const char* key : {"CIN", "COUT"}) p.config[key] = p.config[key].get<int64_t>() / p.groups;
     }
+    p.config = stand_in_config(p.kernel, p.predictor_kernel, std::move(p.config));
     const bool twin = !ew && bn_twin(p.kernel, p.predictor_kernel, s.rules);
     p.stand_in = ew || (p.predictor_kernel != p.kernel && !twin);
     if (ew)

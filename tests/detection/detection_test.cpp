@@ -273,7 +273,8 @@ TEST(Detection, EveryZooModelIsFullyCovered) {
 }
 
 // The kernels that are ours rather than nn-Meter's: EfficientNet's SiLU convs get their own kernels, and
-// where the backend runs ShuffleNet's concat → channel shuffle → split as one kernel, so does detection.
+// where the backend runs ShuffleNet's concat → channel shuffle → split as one kernel, the concat takes the split
+// while the shuffle, which still moves every element, stays a kernel of its own.
 TEST(Detection, SwishConvsAndTheShuffleChainFollowTheRules) {
   auto with = [](std::vector<std::string> extra) {
     std::vector<std::string> names = {"BF_conv_bn", "BF_conv_relu", "BF_dwconv_bn", "BF_dwconv_relu", "BF_conv_swish"};
@@ -296,15 +297,22 @@ TEST(Detection, SwishConvsAndTheShuffleChainFollowTheRules) {
   auto count = [](const std::vector<DetectedKernel>& ks, const std::string& op) {
     return std::count_if(ks.begin(), ks.end(), [&](const DetectedKernel& k) { return k.op == op; });
   };
-  const auto chains = count(merged, "concat-channelshuffle-split");
+  const auto chains = count(merged, "concat-split");
   EXPECT_GT(chains, 0);
-  EXPECT_EQ(count(apart, "concat-channelshuffle-split"), 0);
-  // Each chain replaces three kernels with one, predicted as the concat that writes the data once.
-  EXPECT_EQ(apart.size(), merged.size() + 2 * static_cast<size_t>(chains));
-  for (const auto& k : merged)
-    if (k.op == "concat-channelshuffle-split") {
-      EXPECT_EQ(k.kernel, "concat");
-      EXPECT_TRUE(k.config.contains("CIN1") && k.config.contains("CIN2")) << k.config.dump();
+  EXPECT_EQ(count(apart, "concat-split"), 0);
+  EXPECT_EQ(count(merged, "concat-channelshuffle-split"), 0);
+  // Each chain makes two kernels of three: the split goes into the concat, the shuffle keeps its own.
+  EXPECT_EQ(apart.size(), merged.size() + static_cast<size_t>(chains));
+  EXPECT_EQ(count(merged, "channelshuffle"), count(apart, "channelshuffle"));
+  for (size_t i = 0; i < merged.size(); ++i)
+    if (merged[i].op == "concat-split") {
+      EXPECT_EQ(merged[i].kernel, "concat");
+      ASSERT_LT(i + 1, merged.size());
+      const DetectedKernel& shuffle = merged[i + 1];  // the concat's shuffle comes right after it
+      EXPECT_EQ(shuffle.kernel, "channelshuffle");
+      EXPECT_EQ(shuffle.config["HW"], merged[i].config["HW"]);
+      EXPECT_EQ(shuffle.config["CIN"], merged[i].config["CIN1"].get<int64_t>() + merged[i].config["CIN2"].get<int64_t>());
+      EXPECT_EQ(shuffle.nodes.size(), 3u);  // Reshape, Transpose, Reshape
     }
 }
 
@@ -449,6 +457,12 @@ TEST(Detection, StandInsKeepTheActivationFirst) {
   EXPECT_EQ(stand_in_kernels("bn"), (S{"bn", "bnrelu"}));
   EXPECT_EQ(stand_in_kernels("fc"), (S{"fc"}));
   EXPECT_EQ(stand_in_kernels("linear-gelu"), (S{"linear-gelu", "linear"}));
+  // A channel shuffle moves what the concat of its two halves moves.
+  EXPECT_EQ(stand_in_kernels("channelshuffle"), (S{"channelshuffle", "concat"}));
+  const KernelConfig shuffle = {{"HW", 14}, {"CIN", 232}};
+  EXPECT_EQ(stand_in_config("channelshuffle", "concat", shuffle), (Json{{"HW", 14}, {"CIN1", 116}, {"CIN2", 116}}));
+  EXPECT_EQ(stand_in_config("channelshuffle", "channelshuffle", shuffle), shuffle);
+  EXPECT_EQ(stand_in_config("conv-swish", "conv-bn-relu", shuffle), shuffle);
 }
 
 TEST(FusionRules, ReadsObeyNullAndOldNames) {

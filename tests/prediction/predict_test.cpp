@@ -171,6 +171,38 @@ TEST(Predict, StandInsAreNamedPerModel) {
   EXPECT_EQ(q.to_json()["stand_ins"], Json({{"conv-bn-swish -> conv-bn-relu", 1}}));
 }
 
+// ShuffleNet's unit, with the backend's rule that runs concat → shuffle → split as one kernel: the shuffle is
+// still predicted, by the channelshuffle kernel, or without one as the concat of its two halves (the same bytes).
+TEST(Predict, AChannelShuffleIsPredictedEvenWhereTheBackendFusesItIntoTheConcat) {
+  LayerBuilder b("unit");
+  const auto x = b.input("x", {1, 58, 28, 28});
+  const auto halves = b.split(x, {29, 29});
+  const auto y = b.channel_shuffle(b.concat({halves[0], b.relu(b.conv(halves[1], 29, 1))}), 2);
+  const auto parts = b.split(y, {29, 29});
+  b.output(b.relu(b.conv(parts[0], 29, 1)));
+  b.output(parts[1]);
+  const Json rules = test::rules_json({"BF_conv_bn", "BF_conv_relu", "BF_concat_channelshuffle_split"});
+  const Folder without({"conv-bn-relu", "concat"}, rules);
+  const ModelPrediction p = LatencyPredictor::from_folder(without.path).predict_ir(onnx_to_ir(b.model(), "unit"));
+  ASSERT_EQ(p.uncovered.size(), 1u);  // the first split: no split kernel
+  EXPECT_EQ(p.uncovered[0].type, "Split");
+  const KernelPrediction& shuffle = with_op(p, "channelshuffle");
+  EXPECT_EQ(shuffle.predictor_kernel, "concat");
+  EXPECT_TRUE(shuffle.stand_in);
+  EXPECT_EQ(shuffle.config, (Json{{"HW", 28}, {"CIN1", 29}, {"CIN2", 29}}));
+  EXPECT_EQ(with_op(p, "concat-split").config, shuffle.config);
+  EXPECT_GT(shuffle.latency_ms, 0);
+  EXPECT_DOUBLE_EQ(shuffle.latency_ms, with_op(p, "concat-split").latency_ms);
+  EXPECT_EQ(p.stand_ins(), (std::map<std::string, size_t>{{"channelshuffle -> concat", 1}}));
+
+  const Folder own({"conv-bn-relu", "concat", "channelshuffle"}, rules);
+  const ModelPrediction q = LatencyPredictor::from_folder(own.path).predict_ir(onnx_to_ir(b.model(), "unit"));
+  EXPECT_EQ(with_op(q, "channelshuffle").predictor_kernel, "channelshuffle");
+  EXPECT_EQ(with_op(q, "channelshuffle").config, (Json{{"HW", 28}, {"CIN", 58}}));
+  EXPECT_TRUE(q.stand_ins().empty());
+  EXPECT_EQ(q.kernels.size(), p.kernels.size());
+}
+
 // A conv whose BN the exporter folded is conv-relu; on a backend that fuses conv and bn (its rule obeyed)
 // conv-bn-relu costs the same, so its regressor is conv-relu's own, not a stand-in. Without the rule it is one.
 TEST(Predict, FoldedBnUsesTheBnKernelWhereTheBackendFusesBn) {
