@@ -43,10 +43,21 @@ std::vector<fs::path> paths_from_json(const Json& j) {
   return out;
 }
 
+// A journal keeps the paths its files had when measured. In a workspace moved or copied elsewhere they are in
+// this run's work_dir under the same names: the rule tester's kernel counts read them, and without them a resumed
+// rule test found the cases its plans had settled undecided and measured them again.
+void relocate(std::vector<fs::path>& files, const fs::path& work_dir) {
+  for (auto& f : files) {
+    std::error_code ec;
+    if (!fs::exists(f, ec) && !work_dir.empty() && fs::exists(work_dir / f.filename(), ec)) f = work_dir / f.filename();
+  }
+}
+
 // The converted files an earlier repeat recorded, to measure the same conversion again; none (convert anew)
-// when any of them is gone: a workspace moved or copied elsewhere, or its converted models deleted for space.
-std::vector<fs::path> reusable_files(const Json& record) {
+// when any of them is gone: converted models deleted for space.
+std::vector<fs::path> reusable_files(const Json& record, const fs::path& work_dir) {
   std::vector<fs::path> files = paths_from_json(record.value("files", Json::array()));
+  relocate(files, work_dir);
   for (const auto& f : files) {
     std::error_code ec;
     if (!fs::exists(f, ec)) return {};
@@ -260,7 +271,8 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         while (probe_journal->records().count(Journal::key(probe.id, static_cast<int>(seq)))) ++seq;
         std::vector<fs::path> files = probe.converted_files;
         if (seq > 0)
-          if (auto earlier = reusable_files(probe_journal->records().at(probe.id)); !earlier.empty()) files = earlier;
+          if (auto earlier = reusable_files(probe_journal->records().at(probe.id), options.work_dir); !earlier.empty())
+            files = earlier;
         Json record = measure_once("probe:" + probe.id, probe, files);
         record["id"] = probe.id;
         record["repeat"] = seq;
@@ -288,7 +300,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         if (files.empty())
           for (int r = 0; r < std::max(first_repeats(*item.job), item.repeat) && files.empty(); ++r)
             if (auto it = journal.records().find(Journal::key(item.job->id, r)); it != journal.records().end())
-              files = reusable_files(it->second);
+              files = reusable_files(it->second, options.work_dir);
         Json record = measure_once(fmt::format("{}/{}", item.batch, item.job->id), *item.job, files);
         record["id"] = item.job->id;
         record["repeat"] = item.repeat;
@@ -320,6 +332,7 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         if (!level.empty()) scale_record(records.back(), 1 / level.at(records.back().value("t", 0.0)));
       }
       ProfileOutcome& o = out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
+      relocate(o.converted_files, options.work_dir);
       if (grows)
         o.stopped = repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance) ? "settled"
                     : n >= repeat_cap(job)                                                       ? "max_repeats"

@@ -116,6 +116,13 @@ TEST(RuletestCli, OnednnFusesConvReluAndConvBnButNotReluRelu) {
   EXPECT_EQ(count_lines(journal), records);
   EXPECT_EQ(Json::parse(again.out), rules);
   EXPECT_EQ(io::load_json_file(rules_file), rules);
+  // Moved elsewhere, the workspace still profiles nothing again, and the cases its plans settled stay settled.
+  fs::rename(ws, tmp / "moved");
+  const fs::path moved = tmp / "moved";
+  CliResult there = run_cli({"ruletest", "--workspace", moved.string(), "--backend", "onednn_cpu", "--json"}, tmp / "home");
+  ASSERT_EQ(there.exit_code, 0) << there.err;
+  EXPECT_EQ(count_lines(moved / "fusion_rule_test" / "results" / "profile_journal.jsonl"), records);
+  EXPECT_EQ(Json::parse(there.out), rules);
 }
 
 // Our cases beyond nn-Meter's pairs: SiLU after a conv, and a chain of three operators, which onednn_cpu

@@ -148,6 +148,22 @@ TEST_F(ProfileModels, LaterRepeatsConvertAgainWhenTheRecordedFilesAreGone) {
   EXPECT_NE(counted.find((tmp / "moved" / "AAAAAA.onnx").string()), std::string::npos) << counted;
 }
 
+// A workspace moved elsewhere: the journal's files are found under the same names in this run's work_dir, and the
+// outcomes name them there (the rule tester reads its kernel counts from them); nothing is measured again.
+TEST_F(ProfileModels, AMovedWorkspaceFindsItsJournaledFilesInItsWorkDir) {
+  const std::vector<ProfileJob> one = {jobs[0]};
+  options.work_dir = tmp / "models";
+  const auto first = profile_models(one, options, tmp / "j.jsonl", tmp / "e.log");
+  ASSERT_EQ(first.at("AAAAAA").converted_files, std::vector<fs::path>{tmp / "models" / "AAAAAA.onnx"});
+  fs::rename(tmp / "models", tmp / "moved");
+  options.work_dir = tmp / "moved";
+  std::vector<ProfileJob> moved = one;
+  moved[0].model = tmp / "moved" / "AAAAAA.onnx";
+  const auto again = profile_models(moved, options, tmp / "j.jsonl", tmp / "e.log");
+  EXPECT_EQ(again.at("AAAAAA").converted_files, std::vector<fs::path>{tmp / "moved" / "AAAAAA.onnx"});
+  EXPECT_EQ(test::count_lines(tmp / "calls.txt"), 1u);
+}
+
 TEST_F(ProfileModels, TheMeasuringOrderIsShuffledBySeedAcrossBatches) {
   options.backend_config["REPEATS"] = 2;
   const std::vector<ProfileJob> a = {jobs[0], jobs[2]}, b = {jobs[5]};
