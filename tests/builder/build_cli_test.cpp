@@ -214,25 +214,37 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
 }
 
+// A build of `kernels_yaml`, two samples each by two_samples, without the rule test, whose SAMPLE_MODELS is the one
+// network `model`: which kernel each of its layers became a sample of.
+std::string two_samples(const std::string& kernel) { return "  " + kernel + ":\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"; }
+
+struct LayerBuild {
+  CliResult cli;
+  fs::path results;
+};
+
+LayerBuild build_on_layers_of(const TempDir& tmp, const std::string& kernels_yaml, const onnx::ModelProto& model) {
+  const fs::path ws = make_workspace(tmp, kernels_yaml);
+  write_text(tmp / "nets" / "net.onnx", model.SerializeAsString());
+  write_text(ws / "configs" / "predictorbuild_config.yaml",
+             read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
+  return {run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home"),
+          ws / "predictor_build" / "results"};
+}
+
 // A grouped conv's config is the whole layer's (GROUPS in it): it is a sample of gconv-bn-relu only, never of
 // conv-bn-relu, its stand-in in prediction, which would learn a dense conv of that size from it.
 TEST(BuildCli, SampleModelsGiveAGroupedLayerOnlyToTheGroupedKernel) {
   networks::LayerBuilder b("grouped");
   const std::string dense = b.relu(b.conv_bn(b.input("x", {1, 16, 14, 14}), 32, 3));
   b.output(b.relu(b.conv_bn(dense, 64, 3, 1, 4)));  // 4 groups of 8 input channels
-  const std::string conv = "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n";
   for (const bool with_gconv : {true, false}) {
     SCOPED_TRACE(with_gconv ? "with gconv-bn-relu" : "conv-bn-relu alone");
     TempDir tmp;
-    const fs::path ws =
-        make_workspace(tmp, conv + (with_gconv ? "  gconv-bn-relu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n" : ""));
-    write_text(tmp / "nets" / "grouped.onnx", b.model().SerializeAsString());
-    write_text(ws / "configs" / "predictorbuild_config.yaml",
-               read_text(ws / "configs" / "predictorbuild_config.yaml") + "SAMPLE_MODELS: [../nets]\n");
-    CliResult built =
-        run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home");
-    ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
-    const fs::path results = ws / "predictor_build" / "results";
+    const LayerBuild built =
+        build_on_layers_of(tmp, two_samples("conv-bn-relu") + (with_gconv ? two_samples("gconv-bn-relu") : ""), b.model());
+    ASSERT_EQ(built.cli.exit_code, 0) << built.cli.out << built.cli.err;
+    const fs::path& results = built.results;
     const Json dense_samples = io::load_json_file(results / "conv-bn-relu_models.json")["conv-bn-relu"];
     ASSERT_EQ(dense_samples.size(), 1u) << dense_samples.dump();
     EXPECT_EQ(dense_samples.begin().value()["config"]["CIN"], 16);
@@ -241,6 +253,43 @@ TEST(BuildCli, SampleModelsGiveAGroupedLayerOnlyToTheGroupedKernel) {
     ASSERT_EQ(grouped.size(), 1u) << grouped.dump();
     EXPECT_EQ(grouped.begin().value()["config"],
               (Json{{"HW", 14}, {"CIN", 32}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
+  }
+}
+
+// A channel shuffle is a sample of channelshuffle where the build has that kernel; without it, of concat, its
+// stand-in in prediction, as the concat of its two halves: the config prediction gives concat for it.
+TEST(BuildCli, SampleModelsGiveAShuffleToConcatAsItsTwoHalvesWithoutAShuffleKernel) {
+  networks::LayerBuilder b("shuffled");
+  const std::string x = b.input("x", {1, 16, 8, 8});
+  b.output(b.concat({b.channel_shuffle(b.relu(b.conv_bn(x, 24, 1)), 2), x}));
+  const Json concat_layer = {{"HW", 8}, {"CIN1", 24}, {"CIN2", 16}};
+  for (const bool with_shuffle : {true, false}) {
+    SCOPED_TRACE(with_shuffle ? "with channelshuffle" : "concat alone");
+    TempDir tmp;
+    const LayerBuild built =
+        build_on_layers_of(tmp, two_samples("concat") + (with_shuffle ? two_samples("channelshuffle") : ""), b.model());
+    ASSERT_EQ(built.cli.exit_code, 0) << built.cli.out << built.cli.err;
+    const fs::path& results = built.results;
+    std::vector<Json> concats;  // the configs only: a concat config may also name absent inputs as 0
+    const Json sampled = io::load_json_file(results / "concat_models.json")["concat"];  // kept alive for the loop
+    for (const auto& [id, entry] : sampled.items()) {
+      Json config = entry["config"];
+      for (const char* absent : {"CIN3", "CIN4"})
+        if (config.contains(absent) && config[absent] == 0) config.erase(absent);
+      concats.push_back(config);
+    }
+    std::vector<Json> expected = {concat_layer};
+    if (!with_shuffle) expected.push_back(Json{{"HW", 8}, {"CIN1", 12}, {"CIN2", 12}});
+    std::sort(concats.begin(), concats.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(concats, expected);
+    if (!with_shuffle) {
+      EXPECT_FALSE(fs::exists(results / "channelshuffle_models.json"));
+      continue;
+    }
+    const Json shuffles = io::load_json_file(results / "channelshuffle_models.json")["channelshuffle"];
+    ASSERT_EQ(shuffles.size(), 1u) << shuffles.dump();
+    EXPECT_EQ(shuffles.begin().value()["config"], (Json{{"HW", 8}, {"CIN", 24}}));
   }
 }
 
