@@ -56,7 +56,7 @@ struct KernelEvaluation {
   std::optional<double> relative_error() const;
 };
 
-// A model's kernels measured alone: predicted = measured model × (1 + predictor) × (1 + composition).
+// A model's kernels measured alone: Σ predicted kernels = measured model × (1 + predictor) × (1 + composition).
 struct KernelSplit {
   double predicted_ms = 0, measured_ms = 0;  // Σ over the model's predicted kernels
   double predictor_error() const { return predicted_ms / measured_ms - 1; }

@@ -567,10 +567,14 @@ std::string EvaluateReport::to_table() const {
                        pct(c));
   }
   if (split_models > 0)
-    out += fmt::format("mean over {} models: kernel predictors {:+.1f}%, composition {:+.1f}% (prediction = measured × (1 + "
-                       "predictors) × (1 + composition))\n",
+    // Both parts are of the plain sum of kernels; a composition term then multiplies it, so with one the
+    // identity holds for the sum, not for the prediction.
+    out += fmt::format("mean over {} models: kernel predictors {:+.1f}%, composition {:+.1f}% ({} = measured × (1 + "
+                       "predictors) × (1 + composition){})\n",
                        split_models, 100 * predictor_sum / static_cast<double>(split_models),
-                       100 * composition_sum / static_cast<double>(split_models));
+                       100 * composition_sum / static_cast<double>(split_models),
+                       composition ? "the plain sum of kernels" : "prediction",
+                       composition ? "; the composition term multiplies it into the prediction" : "");
   out += fmt::format("\n{:<18} {:>8} {:>9} {:>9} {:>13} {:>12} {:>8}\n", "kernel", "configs", "acc10", "rmspe(%)",
                      "Σpredicted ms", "Σmeasured ms", "error");
   for (const auto& [name, t] : by_kernel_type)

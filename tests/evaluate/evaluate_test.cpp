@@ -166,6 +166,10 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   EXPECT_TRUE(contains(again.out, "Where the error comes from (every kernel also measured alone, " + std::to_string(n) +
                                       " distinct, 2 repeats each)")) << again.out;
   EXPECT_TRUE(contains(again.out, "mean over 1 models: kernel predictors ")) << again.out;
+  // The split's identity holds for the plain sum of kernels; a composition term multiplies the sum after it.
+  EXPECT_TRUE(contains(again.out, doc.contains("composition") ? "(the plain sum of kernels = measured × (1 + predictors)"
+                                                              : "(prediction = measured × (1 + predictors)"))
+      << again.out;
 
   // More kernel repeats than model repeats: only each kernel's third repeat is measured, the models keep theirs.
   const CliResult more = run({"--kernel-repeats", "3", "--json"});
