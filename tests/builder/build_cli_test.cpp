@@ -214,8 +214,7 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
 }
 
-// A build of `kernels_yaml`, two samples each by two_samples, without the rule test, whose SAMPLE_MODELS is the one
-// network `model`: which kernel each of its layers became a sample of.
+// A kernel's lines in KERNELS: two samples, no fine-grained round.
 std::string two_samples(const std::string& kernel) { return "  " + kernel + ":\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"; }
 
 struct LayerBuild {
@@ -223,6 +222,8 @@ struct LayerBuild {
   fs::path results;
 };
 
+// A build of `kernels_yaml` without the rule test whose SAMPLE_MODELS is the one network `model`: its results
+// folder tells which kernel each of the network's layers became a sample of.
 LayerBuild build_on_layers_of(const TempDir& tmp, const std::string& kernels_yaml, const onnx::ModelProto& model) {
   const fs::path ws = make_workspace(tmp, kernels_yaml);
   write_text(tmp / "nets" / "net.onnx", model.SerializeAsString());
