@@ -678,6 +678,26 @@ TEST(EvaluateReport, SaysWhatNoCalibrationFixes) {
   EXPECT_EQ(report.to_json()["measurement_quality"]["verdict"], "noisy");
 }
 
+// The split of --kernels is of the plain sum of kernels: its identity is the prediction's only without a
+// composition term; with one the line names the sum.
+TEST(EvaluateReport, TheSplitsIdentityNamesThePlainSumUnderACompositionTerm) {
+  EvaluateReport report;
+  ModelEvaluation m;
+  m.name = "resnet18";
+  m.measured_ms = 10;
+  m.predicted_ms = 11;
+  m.split = KernelSplit{9.5, 9};
+  report.models = {m};
+  report.kernels["k0"] = KernelEvaluation{};
+  std::string table = report.to_table();
+  EXPECT_TRUE(contains(table, "(prediction = measured × (1 + predictors) × (1 + composition))")) << table;
+  report.composition = CompositionModel{};
+  table = report.to_table();
+  EXPECT_TRUE(contains(table, "(the plain sum of kernels = measured × (1 + predictors) × (1 + composition); the "
+                              "composition term multiplies it into the prediction)")) << table;
+  EXPECT_FALSE(contains(table, "(prediction = measured")) << table;
+}
+
 // The report is judged as a person sees it: Chromium prints it to PDF and the PDF's text is read back.
 TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
   const CliResult which = run_program({"/bin/sh", "-c", "command -v chromium && command -v pdftotext"});
