@@ -144,6 +144,10 @@ struct DriftSeries {
   std::vector<double> ratio;    // latency / the median of the first three latencies
   double span_minutes() const { return minutes.empty() ? 0 : minutes.back(); }
   double end_ratio() const;     // the median of the last three ratios: where the run ended
+  // Each ratio as the median of the three measurements around it (at the ends the first and last three): one
+  // measurement is one process's level, which the repeats in other processes outvote; a move of the device's
+  // level lasts for two measurements or more.
+  std::vector<double> smoothed() const;
 };
 std::vector<DriftSeries> read_drift(const fs::path& probe_journal);
 // "conv 3x3: +2.1% after 42 min (5 measurements, range -1.0%..+3.4%)" (the end against the start, each the median of

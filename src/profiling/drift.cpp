@@ -52,19 +52,23 @@ double DriftSeries::end_ratio() const {
   return median_of({ratio.end() - static_cast<std::ptrdiff_t>(std::min(kDriftWindow, ratio.size())), ratio.end()});
 }
 
+std::vector<double> DriftSeries::smoothed() const {
+  std::vector<double> out;
+  const size_t n = ratio.size(), window = std::min(kDriftWindow, n);
+  for (size_t i = 0; i < n; ++i) {
+    // The three measurements around this one; at the ends the first and last three, as read_drift's reference.
+    const size_t lo = std::min(i == 0 ? 0 : i - 1, n - window);
+    out.push_back(median_of({ratio.begin() + static_cast<std::ptrdiff_t>(lo), ratio.begin() + static_cast<std::ptrdiff_t>(lo + window)}));
+  }
+  return out;
+}
+
 DriftLevel::DriftLevel(const std::vector<DriftSeries>& drift) {
   for (const auto& s : drift) {
     if (s.ratio.size() < 2) continue;
-    std::vector<double> times, smoothed;
-    const size_t n = s.ratio.size(), window = std::min(kDriftWindow, n);
-    for (size_t i = 0; i < n; ++i) {
-      times.push_back(s.start_t + 60 * s.minutes[i]);
-      // The three measurements around this one; at the ends the first and last three, as read_drift's reference.
-      const size_t lo = std::min(i == 0 ? 0 : i - 1, n - window);
-      smoothed.push_back(median_of({s.ratio.begin() + static_cast<std::ptrdiff_t>(lo),
-                                    s.ratio.begin() + static_cast<std::ptrdiff_t>(lo + window)}));
-    }
-    series_.emplace_back(std::move(times), std::move(smoothed));
+    std::vector<double> times;
+    for (double minute : s.minutes) times.push_back(s.start_t + 60 * minute);
+    series_.emplace_back(std::move(times), s.smoothed());
   }
 }
 

@@ -52,23 +52,32 @@ TEST(MeasurementQuality, RepeatCeilingsAndDriftDecide) {
   EXPECT_TRUE(contains(reason, "conv-bn-relu 64%, dwconv-bn-relu 53%")) << reason;
   EXPECT_FALSE(contains(reason, "relu 97%")) << reason;
 
+  // The level falls 17 % for two measurements and comes back: judged on the running median of three.
   DriftSeries probe;
   probe.probe = "dwconv 3x3";
-  probe.minutes = {0, 10, 20, 30, 40};
-  probe.ratio = {1.0, 0.98, 0.83, 1.02, 1.05};
+  probe.minutes = {0, 10, 20, 30, 40, 50};
+  probe.ratio = {1.0, 0.98, 0.83, 0.84, 1.02, 1.05};
   const Json drifting = assess_measurement_quality({summary("relu", 0.97)}, {probe});
   EXPECT_EQ(drifting["verdict"], "noisy");
   const std::string why = drifting["reasons"][0];
-  EXPECT_TRUE(contains(why, "dwconv 3x3 moved -17.0% (minute 20) to +5.0% (minute 40)")) << why;
-  EXPECT_NEAR(drifting["drift"][0]["low"].get<double>(), -0.17, 1e-9);
+  EXPECT_TRUE(contains(why, "dwconv 3x3 moved -16.0% (minute 20) to +2.0% (minute 50)")) << why;
+  EXPECT_TRUE(contains(why, "each the median of three measurements")) << why;
+  EXPECT_NEAR(drifting["drift"][0]["low"].get<double>(), -0.16, 1e-9);
+  EXPECT_NEAR(drifting["drift"][0]["raw_low"].get<double>(), -0.17, 1e-9);
   // Labels normalized by the probes' level no longer carry the drift: recorded, not a reason.
   const Json normalized = assess_measurement_quality({summary("relu", 0.97)}, {probe}, true);
   EXPECT_EQ(normalized["verdict"], "ok");
   EXPECT_EQ(normalized["drift"].size(), 1u);
   EXPECT_EQ(normalized["levels_normalized"], true);
 
-  probe.ratio = {1.0, 0.99, 0.97, 1.02, 1.03};
+  probe.ratio = {1.0, 0.99, 0.97, 1.02, 1.03, 1.01};
   EXPECT_EQ(assess_measurement_quality({summary("relu", 0.97)}, {probe})["verdict"], "ok");
+  // One measurement 40 % off (one slow process) in a steady series: recorded, not a reason.
+  probe.ratio = {1.0, 0.99, 1.40, 1.02, 0.98, 1.01};
+  const Json spike = assess_measurement_quality({summary("relu", 0.97)}, {probe});
+  EXPECT_EQ(spike["verdict"], "ok") << spike.dump();
+  EXPECT_NEAR(spike["drift"][0]["raw_high"].get<double>(), 0.40, 1e-9);
+  EXPECT_NEAR(spike["drift"][0]["high"].get<double>(), 0.02, 1e-9);
 }
 
 // A plugin backend whose level moves ±40 % between processes: the build warns and marks the predictor; the same
