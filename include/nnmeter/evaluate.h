@@ -69,10 +69,12 @@ struct ModelEvaluation {
   // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
   std::optional<double> kernels_ms, footprint_mb;
   std::map<std::string, double> kernels_ms_by_type;  // Σ predicted ms per predictor kernel (calibrate's forms)
+  std::map<std::string, double> kernel_count_by_type;  // kernel uses per predictor kernel, a grouped conv's groups each
   // Kernels predicted by another kernel's regressor ("kernel -> stand-in" → count), and ops no predictor counts.
   std::map<std::string, size_t> stand_ins;
   size_t uncovered_ops = 0;
   double kernels_ms_of(const std::set<std::string>& predictor_kernels) const;  // Σ of these in kernels_ms_by_type
+  double kernel_count_without(const std::set<std::string>& predictor_kernels) const;  // kernel uses of all others
   // The prediction with a composition term: its unscaled kernels as predicted, the rest scaled by its factor
   // (nullopt without kernels and footprint).
   std::optional<double> predicted_with(const CompositionModel& composition) const;
@@ -107,9 +109,9 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
 AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models, RepeatStatistic statistic,
                                       const std::function<std::optional<double>(const ModelEvaluation&)>& predict);
 
-// The composition term fitted on measured models: every form (every kernel scaled; fc unscaled) fitted, the
-// one whose term predicts each family held out better kept (with 3 or more families; otherwise every kernel
-// scaled); then the neighbours' correction on top of it, kept only if it predicts each network held out better
+// The composition term fitted on measured models: every form (every kernel scaled; fc unscaled; each with a
+// kernel cost from 8 networks on) fitted, the one whose term predicts each family held out better kept (with 3
+// or more families; otherwise every kernel scaled); then the neighbours' correction on top of it, kept only if it predicts each network held out better
 // than the term alone on both counts (as many within ±5 % or more, and a lower RMSPE). `composition.calibration`
 // records the fit: models, backend, protocol, the scores, the forms and the neighbours tried.
 struct CompositionFit {

@@ -66,10 +66,12 @@ struct UncoveredOp {
 
 struct ModelPrediction {
   std::string model;
-  // (unscaled_ms + (kernels_ms - unscaled_ms) × composition_factor) × neighbour_factor × level
+  // (unscaled_ms + (kernels_ms - unscaled_ms - kernel cost × scaled_kernels) × composition_factor) × neighbour_factor
+  // × level; the kernel cost takes at most half of the scaled part (CompositionModel).
   double latency_ms = 0;
   double kernels_ms = 0;   // sum of kernels[i].latency_ms
   double unscaled_ms = 0;  // of kernels_ms, what the composition's unscaled kernels take
+  double scaled_kernels = 0;  // predicted kernel uses outside the unscaled ones, a grouped conv's groups each counted
   double footprint_mb = 0;  // model_footprint_mb
   double composition_factor = 1;  // 1 without a calibrated composition
   double neighbour_factor = 1;     // the composition's neighbours' correction; 1 without one

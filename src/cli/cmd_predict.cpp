@@ -59,9 +59,10 @@ void log_breakdown(const ModelPrediction& p) {
   }
   for (const auto& u : p.uncovered) spdlog::debug("  uncovered {} ({}): {}", u.node, u.type, u.reason);
   if (p.composition_factor != 1 || p.neighbour_factor != 1 || p.level != 1)
-    spdlog::debug("  kernels {:.4f} ms ({:.4f} ms unscaled) x composition {:.4f} (footprint {:.1f} MB) x neighbours {:.4f} "
-                  "x level {:.4f}",
-                  p.kernels_ms, p.unscaled_ms, p.composition_factor, p.footprint_mb, p.neighbour_factor, p.level);
+    spdlog::debug("  kernels {:.4f} ms ({:.4f} ms unscaled, {:g} scaled kernels) x composition {:.4f} (footprint {:.1f} MB) "
+                  "x neighbours {:.4f} x level {:.4f}",
+                  p.kernels_ms, p.unscaled_ms, p.scaled_kernels, p.composition_factor, p.footprint_mb, p.neighbour_factor,
+                  p.level);
 }
 
 void predict(Context& ctx, const PredictArgs& a) {

@@ -18,9 +18,20 @@ namespace nnmeter {
 
 namespace {
 
-// Kernel sets the term may leave unscaled, each tried against scaling every kernel. A batch-1 fully connected
-// layer streams weights larger than the caches alone as in a network (prediction/composition.cpp).
-const std::vector<std::set<std::string>> kUnscaledForms = {{}, {"fc"}};
+// The forms of the term tried: kernel sets it may leave unscaled (a batch-1 fully connected layer streams
+// weights larger than the caches alone as in a network), each with and without a cost off every kernel (what a
+// kernel measured alone pays that a network pays once); prediction/composition.cpp says why.
+struct Form {
+  std::set<std::string> unscaled;
+  bool kernel_cost = false;
+};
+const std::vector<Form> kForms = {{{}, false}, {{"fc"}, false}, {{}, true}, {{"fc"}, true}};
+constexpr size_t kMinKernelCostNetworks = 8;
+
+std::string form_name(const Form& form) {
+  std::string out = form.unscaled.empty() ? "every kernel scaled" : fmt::format("{} unscaled", fmt::join(form.unscaled, ", "));
+  return out + (form.kernel_cost ? ", a kernel cost" : "");
+}
 
 bool usable(const ModelEvaluation& m) {
   return m.measured_ms && m.kernels_ms && m.footprint_mb && *m.measured_ms > 0 && *m.kernels_ms > 0 && *m.footprint_mb > 0;
@@ -28,23 +39,28 @@ bool usable(const ModelEvaluation& m) {
 
 // The term for one set of unscaled kernels, and how it does on each family when fitted on the others.
 struct FormFit {
+  Form form;
   CompositionModel model;
   std::optional<AccuracySummary> held_out_families;
 };
 
-FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std::string>& families,
-                 const std::set<std::string>& unscaled, RepeatStatistic statistic) {
+CompositionPoint point(const ModelEvaluation& m, const std::set<std::string>& unscaled) {
+  return {*m.kernels_ms, *m.measured_ms, *m.footprint_mb, m.kernels_ms_of(unscaled), m.name, m.kernel_count_without(unscaled)};
+}
+
+FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std::string>& families, const Form& form,
+                 RepeatStatistic statistic) {
   const auto points = [&](const std::string& without_family) {
     std::vector<CompositionPoint> out;
     for (const auto& m : models)
-      if (usable(m) && m.family != without_family)
-        out.push_back({*m.kernels_ms, *m.measured_ms, *m.footprint_mb, m.kernels_ms_of(unscaled), m.name});
+      if (usable(m) && m.family != without_family) out.push_back(point(m, form.unscaled));
     return out;
   };
-  FormFit f{fit_composition(points(""), unscaled), std::nullopt};
+  FormFit f{form, fit_composition(points(""), form.unscaled, form.kernel_cost), std::nullopt};
   if (families.size() >= 3) {
     std::map<std::string, CompositionModel> without;  // family → term fitted on all other families
-    for (const auto& family : families) without.emplace(family, fit_composition(points(family), unscaled));
+    for (const auto& family : families)
+      without.emplace(family, fit_composition(points(family), form.unscaled, form.kernel_cost));
     f.held_out_families = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) -> std::optional<double> {
       if (!usable(m)) return std::nullopt;
       return m.predicted_with(without.at(m.family));
@@ -60,14 +76,19 @@ constexpr int kNeighbourCounts[] = {1, 2, 3, 5, 7, 9};
 constexpr double kFootprintWeights[] = {0, 0.05, 0.1, 0.2, 0.3};
 constexpr size_t kMinNeighbourNetworks = 10;
 
+double term_latency(const ModelEvaluation& m, const CompositionModel& term) {
+  return term.latency(*m.kernels_ms, m.kernels_ms_of(term.unscaled_kernels), *m.footprint_mb,
+                      m.kernel_count_without(term.unscaled_kernels));
+}
+
 CompositionNeighbour neighbour(const ModelEvaluation& m, const CompositionModel& term) {
-  return {m.name, *m.footprint_mb, kernel_mix(m.kernels_ms_by_type),
-          *m.measured_ms / term.latency(*m.kernels_ms, m.kernels_ms_of(term.unscaled_kernels), *m.footprint_mb)};
+  return {m.name, *m.footprint_mb, kernel_mix(m.kernels_ms_by_type), *m.measured_ms / term_latency(m, term)};
 }
 
 // Every candidate correction judged by predicting each network with a term fitted on the others and the
 // others' residuals under that term, so neither the term nor the neighbours have seen the network.
-void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatistic statistic, CompositionFit& fit) {
+void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatistic statistic, const Form& form,
+                       CompositionFit& fit) {
   CompositionModel& term = fit.composition;
   std::vector<const ModelEvaluation*> use;
   for (const auto& m : models)
@@ -94,9 +115,8 @@ void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatist
   for (const ModelEvaluation* held : use) {
     std::vector<CompositionPoint> points;
     for (const ModelEvaluation* m : use)
-      if (m != held)
-        points.push_back({*m->kernels_ms, *m->measured_ms, *m->footprint_mb, m->kernels_ms_of(term.unscaled_kernels), m->name});
-    const CompositionModel without = fit_composition(points, term.unscaled_kernels);
+      if (m != held) points.push_back(point(*m, form.unscaled));
+    const CompositionModel without = fit_composition(points, form.unscaled, form.kernel_cost);
     std::vector<CompositionNeighbour> others;
     for (const ModelEvaluation* m : use)
       if (m != held) others.push_back(neighbour(*m, without));
@@ -163,28 +183,35 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
     throw Error(fmt::format("none of the {} models could be both predicted and measured, nothing to calibrate on: see {}",
                             models.size(), see));
   // Every form is fitted; the one that predicts families it was not fitted on best is kept. Without three
-  // families there is no such evidence, and every kernel is scaled.
+  // families there is no such evidence, and every kernel is scaled without a kernel cost.
   const RepeatStatistic statistic = measured.protocol.statistic;
   std::vector<FormFit> fits;
   Json forms = Json::array();
-  for (const auto& unscaled : kUnscaledForms) {
+  for (const Form& form : kForms) {
     const bool present = std::any_of(models.begin(), models.end(),
-                                     [&](const ModelEvaluation& m) { return usable(m) && m.kernels_ms_of(unscaled) > 0; });
-    if (!unscaled.empty() && !present) continue;  // the networks have none of these kernels: nothing to tell apart
-    Json form = {{"unscaled_kernels", unscaled}};
+                                     [&](const ModelEvaluation& m) { return usable(m) && m.kernels_ms_of(form.unscaled) > 0; });
+    if (!form.unscaled.empty() && !present) continue;  // the networks have none of these kernels: nothing to tell apart
+    // A cost is a third parameter: without 8 networks to fit it on and families to hold out, nothing says it
+    // generalizes; without kernel counts there is nothing to fit it to.
+    if (form.kernel_cost &&
+        (families.size() < 3 || usable_models < kMinKernelCostNetworks ||
+         std::none_of(models.begin(), models.end(), [](const ModelEvaluation& m) { return !m.kernel_count_by_type.empty(); })))
+      continue;
+    Json record = {{"unscaled_kernels", form.unscaled}, {"kernel_cost", form.kernel_cost}};
     try {
-      fits.push_back(fit_form(models, families, unscaled, statistic));
+      fits.push_back(fit_form(models, families, form, statistic));
     } catch (const Error& error) {
-      if (unscaled.empty()) throw;
-      form["not_fitted"] = error.what();
-      forms.push_back(std::move(form));
+      if (form.unscaled.empty() && !form.kernel_cost) throw;
+      record["not_fitted"] = error.what();
+      forms.push_back(std::move(record));
       continue;
     }
     const FormFit& f = fits.back();
-    form["c0"] = f.model.c0;
-    form["c1"] = f.model.c1;
-    form["held_out_families"] = f.held_out_families ? f.held_out_families->to_json() : Json(nullptr);
-    forms.push_back(std::move(form));
+    record["c0"] = f.model.c0;
+    record["c1"] = f.model.c1;
+    if (form.kernel_cost) record["kernel_cost_ms"] = f.model.kernel_cost_ms;
+    record["held_out_families"] = f.held_out_families ? f.held_out_families->to_json() : Json(nullptr);
+    forms.push_back(std::move(record));
   }
   const FormFit* best = &fits.front();
   for (const auto& f : fits)
@@ -206,6 +233,7 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
   r.after = summarize_predictions(models, statistic, [&](const ModelEvaluation& m) { return m.predicted_with(r.composition); });
 
   r.composition.calibration = {
+      {"form", form_name(best->form)},
       {"fit", best->model.calibration.at("fit")},
       {"models", usable_models},
       {"families", families.size()},
@@ -218,7 +246,7 @@ CompositionFit fit_composition_forms(const std::vector<ModelEvaluation>& models,
   };
   if (r.held_out_families) r.composition.calibration["held_out_families"] = r.held_out_families->to_json();
   r.composition.calibration["forms"] = std::move(forms);
-  choose_neighbours(models, statistic, r);
+  choose_neighbours(models, statistic, best->form, r);
   // A term outside what composition.json accepts is an error here, before anything is written.
   CompositionModel::from_json(r.composition.to_json(), "the fitted composition");
   return r;
@@ -331,7 +359,7 @@ std::string CalibrationReport::to_table() const {
       out += fmt::format("{:<34} {}\n", m.name, m.error.empty() ? "not scored" : m.error);
       continue;
     }
-    const double term = composition.latency(*m.kernels_ms, m.kernels_ms_of(composition.unscaled_kernels), *m.footprint_mb);
+    const double term = term_latency(m, composition);
     const auto held = network_out_ms.find(m.name);
     out += fmt::format("{:<34} {:>12.4f} {:>10.4f} {:>8.1f}MB {:>9.3f} {:>+11.1f}% {:>+9.1f}% {:>9}\n", m.name, *m.measured_ms,
                        *m.kernels_ms, *m.footprint_mb, composition.factor(*m.footprint_mb),
@@ -352,9 +380,8 @@ std::string CalibrationReport::to_table() const {
   if (network_out) out += "  with its neighbours:      " + line(*network_out) + "\n";
   else if (network_out_term) out += "  no neighbours' correction: none tried predicted the networks held out better\n";
   for (const auto& form : composition.calibration.value("forms", Json::array())) {
-    const auto unscaled = form.value("unscaled_kernels", std::set<std::string>{});
-    if (unscaled == composition.unscaled_kernels) continue;
-    const std::string name = unscaled.empty() ? "every kernel scaled" : fmt::format("{} unscaled", fmt::join(unscaled, ", "));
+    const std::string name = form_name({form.value("unscaled_kernels", std::set<std::string>{}), form.value("kernel_cost", false)});
+    if (name == composition.calibration.value("form", std::string())) continue;
     const Json held = form.value("held_out_families", Json());
     if (held.is_object())
       out += fmt::format("not kept, {}: each family held out RMSPE {:.1f}%, within ±5% {:.1f}%, within ±10% {:.1f}%\n", name,

@@ -94,9 +94,17 @@ double ModelEvaluation::kernels_ms_of(const std::set<std::string>& predictor_ker
   return ms;
 }
 
+double ModelEvaluation::kernel_count_without(const std::set<std::string>& predictor_kernels) const {
+  double n = 0;
+  for (const auto& [kernel, count] : kernel_count_by_type)
+    if (!predictor_kernels.count(kernel)) n += count;
+  return n;
+}
+
 std::optional<double> ModelEvaluation::predicted_with(const CompositionModel& composition) const {
   if (!kernels_ms || !footprint_mb) return std::nullopt;
-  return composition.predict(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb, kernels_ms_by_type);
+  return composition.predict(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb,
+                             kernel_count_without(composition.unscaled_kernels), kernels_ms_by_type);
 }
 
 std::optional<double> ModelEvaluation::relative_error() const {
@@ -258,7 +266,10 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.stand_ins = p.stand_ins();
       m.uncovered_ops = p.uncovered.size();
       for (const KernelPrediction& k : p.kernels)
-        if (!k.predictor_kernel.empty()) m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
+        if (!k.predictor_kernel.empty()) {
+          m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
+          m.kernel_count_by_type[k.predictor_kernel] += static_cast<double>(k.groups);
+        }
       if (settings.kernels && i < evaluated)
         for (const KernelPrediction& k : p.kernels) {
           if (k.predictor_kernel.empty()) continue;
@@ -385,6 +396,7 @@ Json EvaluateReport::to_json() const {
       if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
       if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
       if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
+      if (!m.kernel_count_by_type.empty()) j["kernel_count_by_type"] = m.kernel_count_by_type;
       if (!m.stand_ins.empty()) j["stand_ins"] = m.stand_ins;
       if (m.uncovered_ops > 0) j["uncovered_ops"] = m.uncovered_ops;
       if (!m.error.empty()) j["failure"] = m.error;

@@ -6,14 +6,19 @@
 // footprint, fitted on measured networks. Some kernels take no part in that gap: a batch-1 fully connected
 // layer streams weights far larger than the caches from memory alone as inside a network (AlexNet and
 // VGG: their plain sums within 2-8 % of the measurement, while the footprint's factor added 14 %), so the
-// term can leave named kernels unscaled. What the term leaves is shared by networks of one architecture, so
-// the residuals of the calibration networks nearest in kernel mix correct it (NeighbourCorrection).
+// term can leave named kernels unscaled. A kernel measured alone also pays a run's fixed cost that a network
+// pays once: on the 135 calibration networks of an `accurate` build (bench/results/accurate-2026-12-04/),
+// measured ≈ a · Σ kernels + b · their count fitted b = −4.5 µs a kernel, and with the footprint's term alone
+// each family held out ShuffleNet (33 µs a kernel on average) came out +17 % where ResNets (500 µs) stayed
+// within ±3 %; so the term can take a cost off each kernel before scaling. What the term leaves is shared by networks of one architecture, so the
+// residuals of the calibration networks nearest in kernel mix correct it (NeighbourCorrection).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 
 #include "nnmeter/prediction.h"
 
@@ -143,6 +148,8 @@ std::string CompositionModel::describe() const {
   std::string out = fmt::format("x{:.3f} at {:.3g} MB … x{:.3f} at {:.3g} MB", factor(footprint_min_mb), footprint_min_mb,
                                 factor(footprint_max_mb), footprint_max_mb);
   if (!unscaled_kernels.empty()) out += fmt::format(", {} unscaled", fmt::join(unscaled_kernels, ", "));
+  if (kernel_cost_ms != 0)
+    out += fmt::format(", {:.3g} µs {} a kernel", std::abs(kernel_cost_ms) * 1e3, kernel_cost_ms > 0 ? "less" : "more");
   if (neighbours.k > 0)
     out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g})", neighbours.k,
                        neighbours.networks.size(), neighbours.statistic == NeighbourCorrection::Statistic::Median
@@ -178,15 +185,22 @@ Json CompositionModel::to_json() const {
               {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
               {"unscaled_kernels", unscaled_kernels},
               {"calibration", calibration}};
-  if (level != 1) {
+  if (level != 1 || kernel_cost_ms != 0) {
     // Version 3: a reader that does not know the level must refuse the file rather than predict without it.
     out["format_version"] = 3;
     out["level"] = level;
     out["relevel"] = relevel;
   }
+  if (kernel_cost_ms != 0) {
+    // Version 4, the same for the kernel cost; it carries the level (1 if never re-levelled) as version 3 does.
+    out["format_version"] = 4;
+    out["kernel_cost_ms"] = kernel_cost_ms;
+    out["form"] = "unscaled kernels + (other kernels - kernel_cost_ms * their count, at least half of them) * "
+                  "exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the calibrated range";
+  }
   if (neighbours.k > 0) {
     // Version 2: a reader that knows only the term must refuse the file rather than predict without the correction.
-    if (level == 1) out["format_version"] = 2;
+    if (out["format_version"] == 1) out["format_version"] = 2;
     out["form"] = out["form"].get<std::string>() + ", times the median or inverse-distance mean of the residuals "
                   "(measured / term) of the k calibration networks nearest in kernel mix and footprint";
     Json networks = Json::array();
@@ -206,7 +220,8 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
   };
   if (!j.is_object()) throw bad("not a JSON object");
   const Json version = j.value("format_version", Json());
-  if (version != Json(1) && version != Json(2) && version != Json(3)) throw bad("format_version must be 1, 2 or 3");
+  if (version != Json(1) && version != Json(2) && version != Json(3) && version != Json(4))
+    throw bad("format_version must be 1, 2, 3 or 4");
   const auto number = [&](const char* key) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
@@ -235,32 +250,48 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
     }
   }
   if (j.contains("neighbours") || version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
-  if (version == Json(3)) {
+  if (version == Json(3) || version == Json(4)) {
     m.level = number("level");
     if (!(m.level >= 0.001 && m.level <= 1000)) throw bad(fmt::format("'level' {:.3g} is outside 0.001-1000", m.level));
     m.relevel = j.value("relevel", Json());
+  }
+  if (version == Json(4)) {
+    m.kernel_cost_ms = number("kernel_cost_ms");
+    // A kernel costs milliseconds at most on any device this predicts; a second is garbage, not a calibration.
+    if (!(std::abs(m.kernel_cost_ms) < 1000)) throw bad(fmt::format("'kernel_cost_ms' {:.3g} is outside ±1000", m.kernel_cost_ms));
   }
   m.calibration = j.value("calibration", Json::object());
   return m;
 }
 
-CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels) {
-  if (points.empty()) throw Error("no measured model to fit the composition on");
+namespace {
+
+// The scaled kernels' part of a network's time: what they sum to less each one's cost, never under half of it.
+double scaled_part(double scaled_ms, double scaled_kernels, double kernel_cost_ms) {
+  return std::max(scaled_ms - kernel_cost_ms * scaled_kernels, scaled_ms / 2);
+}
+
+// The term at a given kernel cost, with the residuals of its fit (ln measured/term's) and Huber's threshold
+// (0: least squares).
+struct TermFit {
+  CompositionModel model;
+  std::vector<double> residuals;
+  double threshold = 0;
+};
+
+TermFit fit_term(const std::vector<CompositionPoint>& points, const std::set<std::string>& unscaled_kernels,
+                 double kernel_cost_ms) {
   std::vector<double> x, y;
   for (const auto& p : points) {
-    if (!(p.kernels_ms > 0) || !(p.measured_ms > 0) || !(p.footprint_mb > 0) || !std::isfinite(p.kernels_ms) ||
-        !std::isfinite(p.measured_ms) || !std::isfinite(p.footprint_mb) || !(p.unscaled_ms >= 0) || !std::isfinite(p.unscaled_ms))
-      throw Error(fmt::format("composition point with a non-positive value (kernels {} ms, measured {} ms, footprint {} MB)",
-                              p.kernels_ms, p.measured_ms, p.footprint_mb));
-    if (!(p.unscaled_ms < p.kernels_ms) || !(p.unscaled_ms < p.measured_ms))
-      throw Error(fmt::format("{} take {:.4g} ms of a network predicted at {:.4g} ms and measured at {:.4g} ms: nothing "
-                              "left to scale", fmt::join(unscaled_kernels, ", "), p.unscaled_ms, p.kernels_ms, p.measured_ms));
     x.push_back(std::log(p.footprint_mb));
-    y.push_back(std::log((p.measured_ms - p.unscaled_ms) / (p.kernels_ms - p.unscaled_ms)));
+    y.push_back(std::log((p.measured_ms - p.unscaled_ms) /
+                         scaled_part(p.kernels_ms - p.unscaled_ms, p.scaled_kernels, kernel_cost_ms)));
   }
   const auto [lo, hi] = std::minmax_element(x.begin(), x.end());
-  CompositionModel m;
-  m.unscaled_kernels = std::move(unscaled_kernels);
+  TermFit t;
+  CompositionModel& m = t.model;
+  m.unscaled_kernels = unscaled_kernels;
+  m.kernel_cost_ms = kernel_cost_ms;
   m.footprint_min_mb = std::exp(*lo);
   m.footprint_max_mb = std::exp(*hi);
   // A slope needs a few networks of clearly different sizes; otherwise it fits noise.
@@ -275,7 +306,12 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
     m.c1 = slope && sxx > 0 ? sxy / sxx : 0;
     m.c0 = my - m.c1 * mx;
   };
+  const auto residuals = [&] {
+    t.residuals.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i) t.residuals[i] = y[i] - m.c0 - m.c1 * x[i];
+  };
   weighted_fit();
+  residuals();
   // Huber's weights instead of plain least squares. A calibration network whose kernels the predictor misses
   // (on onednn_cpu ResNets at 112-128 px: their kernel sums 10-18 % under the measurement where most other
   // networks' sit within ±8 %) is an error of the kernel predictors, not of the composition; least squares
@@ -285,27 +321,87 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   // spread to call any of them an outlier.
   Json fit = {{"method", "least_squares"}, {"networks", points.size()}};
   if (points.size() >= 8) {
-    std::vector<double> r(x.size());
-    double threshold = 0;
     for (int iteration = 0; iteration < 100; ++iteration) {
-      for (size_t i = 0; i < x.size(); ++i) r[i] = std::abs(y[i] - m.c0 - m.c1 * x[i]);
-      std::vector<double> sorted = r;
-      std::nth_element(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(sorted.size() / 2), sorted.end());
+      std::vector<double> r(x.size());
+      for (size_t i = 0; i < x.size(); ++i) r[i] = std::abs(t.residuals[i]);
+      std::nth_element(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(r.size() / 2), r.end());
       // Robust spread (MAD); residuals within 1.3 % are never down-weighted, whatever the spread.
-      threshold = 1.345 * std::max(1.4826 * sorted[sorted.size() / 2], 0.01);
-      for (size_t i = 0; i < x.size(); ++i) w[i] = r[i] <= threshold ? 1.0 : threshold / r[i];
+      t.threshold = 1.345 * std::max(1.4826 * r[r.size() / 2], 0.01);
+      for (size_t i = 0; i < x.size(); ++i)
+        w[i] = std::abs(t.residuals[i]) <= t.threshold ? 1.0 : t.threshold / std::abs(t.residuals[i]);
       const double c0 = m.c0, c1 = m.c1;
       weighted_fit();
+      residuals();
       if (std::abs(m.c0 - c0) < 1e-12 && std::abs(m.c1 - c1) < 1e-12) break;
     }
     // Which networks the fit set aside is worth seeing: their kernels are usually what the predictor misses.
     Json down = Json::array();
     for (size_t i = 0; i < w.size(); ++i)
       if (w[i] < 1) down.push_back({{"model", points[i].name}, {"weight", w[i]}});
-    fit = {{"method", "huber"}, {"networks", points.size()}, {"threshold", threshold}, {"down_weighted", std::move(down)}};
+    fit = {{"method", "huber"}, {"networks", points.size()}, {"threshold", t.threshold}, {"down_weighted", std::move(down)}};
   }
   m.calibration["fit"] = std::move(fit);
-  return m;
+  return t;
+}
+
+// Huber's loss at threshold c (squares when c is 0): how much a term leaves, comparable across kernel costs.
+double huber_loss(const std::vector<double>& residuals, double c) {
+  double loss = 0;
+  for (double r : residuals) {
+    const double a = std::abs(r);
+    loss += c <= 0 || a <= c ? a * a / 2 : c * (a - c / 2);
+  }
+  return loss;
+}
+
+}  // namespace
+
+double CompositionModel::latency(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels) const {
+  return unscaled_ms + scaled_part(kernels_ms - unscaled_ms, scaled_kernels, kernel_cost_ms) * factor(footprint_mb);
+}
+
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels,
+                                 bool fit_kernel_cost) {
+  if (points.empty()) throw Error("no measured model to fit the composition on");
+  double cost_limit = std::numeric_limits<double>::infinity();
+  for (const auto& p : points) {
+    if (!(p.kernels_ms > 0) || !(p.measured_ms > 0) || !(p.footprint_mb > 0) || !std::isfinite(p.kernels_ms) ||
+        !std::isfinite(p.measured_ms) || !std::isfinite(p.footprint_mb) || !(p.unscaled_ms >= 0) || !std::isfinite(p.unscaled_ms) ||
+        !(p.scaled_kernels >= 0) || !std::isfinite(p.scaled_kernels))
+      throw Error(fmt::format("composition point with a non-positive value (kernels {} ms, measured {} ms, footprint {} MB)",
+                              p.kernels_ms, p.measured_ms, p.footprint_mb));
+    if (!(p.unscaled_ms < p.kernels_ms) || !(p.unscaled_ms < p.measured_ms))
+      throw Error(fmt::format("{} take {:.4g} ms of a network predicted at {:.4g} ms and measured at {:.4g} ms: nothing "
+                              "left to scale", fmt::join(unscaled_kernels, ", "), p.unscaled_ms, p.kernels_ms, p.measured_ms));
+    if (p.scaled_kernels > 0) cost_limit = std::min(cost_limit, (p.kernels_ms - p.unscaled_ms) / p.scaled_kernels / 2);
+  }
+  TermFit best = fit_term(points, unscaled_kernels, 0);
+  if (!fit_kernel_cost || !std::isfinite(cost_limit)) return best.model;
+  // One parameter, a loss that is smooth but not always convex in it: a grid over the whole range finds the
+  // basin, a golden-section search between the best point's neighbours the minimum. The loss is Huber's at the
+  // threshold of the fit without a cost, so every cost is judged by one yardstick.
+  const double threshold = best.threshold;
+  const auto loss_at = [&](double cost) { return huber_loss(fit_term(points, unscaled_kernels, cost).residuals, threshold); };
+  constexpr int kGrid = 40;
+  const auto grid = [&](int i) { return cost_limit * (2.0 * i / kGrid - 1); };
+  int at = kGrid / 2;
+  double least = loss_at(0);
+  for (int i = 0; i <= kGrid; ++i)
+    if (const double l = loss_at(grid(i)); l < least) least = l, at = i;
+  double a = grid(std::max(at - 1, 0)), b = grid(std::min(at + 1, kGrid));
+  const double g = (std::sqrt(5.0) - 1) / 2;
+  for (int i = 0; i < 40; ++i) {
+    const double c = b - g * (b - a), d = a + g * (b - a);
+    if (loss_at(c) < loss_at(d))
+      b = d;
+    else
+      a = c;
+  }
+  double cost = (a + b) / 2;
+  if (loss_at(cost) >= least) cost = grid(at);
+  best = fit_term(points, unscaled_kernels, cost);
+  best.model.calibration["fit"]["kernel_cost"] = {{"ms", cost}, {"range_ms", {-cost_limit, cost_limit}}};
+  return best.model;
 }
 
 }  // namespace nnmeter

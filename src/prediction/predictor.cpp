@@ -264,7 +264,10 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   for (const auto& kp : out.kernels) {
     out.kernels_ms += kp.latency_ms;
     if (!kp.predictor_kernel.empty()) by_type[kp.predictor_kernel] += kp.latency_ms;
-    if (s.composition && s.composition->unscaled_kernels.count(kp.predictor_kernel)) out.unscaled_ms += kp.latency_ms;
+    if (s.composition && s.composition->unscaled_kernels.count(kp.predictor_kernel))
+      out.unscaled_ms += kp.latency_ms;
+    else if (!kp.predictor_kernel.empty())
+      out.scaled_kernels += static_cast<double>(kp.groups);
   }
   out.footprint_mb = model_footprint_mb(ir);
   out.latency_ms = out.kernels_ms;
@@ -272,7 +275,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
     out.composition_factor = s.composition->factor(out.footprint_mb);
     out.neighbour_factor = s.composition->neighbours.factor(by_type, out.footprint_mb);
     out.level = s.composition->level;
-    out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, by_type);
+    out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, out.scaled_kernels, by_type);
   }
 
   if (const auto stand_ins = out.stand_ins(); !stand_ins.empty()) {
@@ -320,6 +323,7 @@ Json ModelPrediction::to_json() const {
           {"latency_ms", latency_ms},
           {"kernels_ms", kernels_ms},
           {"unscaled_ms", unscaled_ms},
+          {"scaled_kernels", scaled_kernels},
           {"footprint_mb", footprint_mb},
           {"composition_factor", composition_factor},
           {"neighbour_factor", neighbour_factor},

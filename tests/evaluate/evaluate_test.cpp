@@ -541,6 +541,45 @@ TEST(CompositionForms, TheFormThatPredictsHeldOutFamiliesBetterIsKept) {
                        "none of the 2 models could be both predicted and measured, nothing to calibrate on: see results.csv"));
 }
 
+// A kernel cost is a form of its own: kept where families held out say so (networks whose kernels alone each
+// carry a fixed cost), fitted from 8 networks of 3 families on, recorded with the others.
+TEST(CompositionForms, AKernelCostIsKeptWhenHeldOutFamiliesSaySo) {
+  EvaluateReport measured;
+  measured.backend = "onednn_cpu";
+  std::vector<ModelEvaluation> models;
+  // Each family's mean kernel: many small ones in EfficientNet, few large ones in ResNet.
+  const std::vector<std::tuple<const char*, double>> families = {{"efficientnet", 0.009}, {"mobilenet", 0.02}, {"resnet", 0.06}};
+  for (const auto& [family, mean_kernel_ms] : families)
+    for (int i = 0; i < 4; ++i) {
+      const double f = 10.0 * std::pow(2.0, i), kernels = 0.5 + f / 20, count = kernels / mean_kernel_ms;
+      ModelEvaluation m = network(family, f, kernels, 0, (kernels - 0.004 * count) * std::exp(-0.05 + 0.03 * std::log(f)));
+      m.name = fmt::format("{}_r{}", family, 96 + 32 * i);
+      m.kernels_ms_by_type.erase("fc");
+      m.kernel_count_by_type = {{"conv-bn-relu", count}};
+      models.push_back(std::move(m));
+    }
+  const CompositionFit fit = fit_composition_forms(models, measured, "x");
+  EXPECT_NEAR(fit.composition.kernel_cost_ms, 0.004, 1e-5);
+  EXPECT_EQ(fit.composition.calibration["form"], "every kernel scaled, a kernel cost");
+  const Json& forms = fit.composition.calibration["forms"];
+  ASSERT_EQ(forms.size(), 2u) << forms.dump();  // no fc in these networks
+  EXPECT_EQ(forms[1]["kernel_cost"], true);
+  EXPECT_NEAR(forms[1]["kernel_cost_ms"].get<double>(), 0.004, 1e-5);
+  ASSERT_TRUE(fit.held_out_families);
+  EXPECT_LT(fit.held_out_families->rmspe, 0.01);
+  EXPECT_GT(forms[0]["held_out_families"]["rmspe"].get<double>(), 1);
+  EXPECT_NEAR(fit.after.rmspe, 0, 1e-3);
+  // Every network's prediction takes the cost off its kernels.
+  const ModelEvaluation& e = models.front();
+  EXPECT_NEAR(*e.predicted_with(fit.composition), *e.measured_ms, 1e-4 * *e.measured_ms);
+
+  // Under 8 networks: no cost form is tried.
+  models.resize(7);
+  const Json few = fit_composition_forms(models, measured, "x").composition.calibration["forms"];
+  ASSERT_EQ(few.size(), 1u) << few.dump();
+  EXPECT_EQ(few[0]["kernel_cost"], false);
+}
+
 // The neighbours' correction on networks whose families run off the footprint's line, each by its own factor:
 // kept, it predicts a network of a family at a size it was not calibrated on; on networks the term fits
 // exactly, or fewer than 10, none is kept.

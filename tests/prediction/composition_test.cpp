@@ -122,8 +122,8 @@ TEST(Composition, UnscaledKernelsKeepTheirTimeAndTheRestIsFitted) {
   EXPECT_EQ(m.unscaled_kernels, std::set<std::string>{"fc"});
   EXPECT_NEAR(m.c0, -0.04, 1e-12);
   EXPECT_NEAR(m.c1, 0.02, 1e-12);
-  EXPECT_NEAR(m.latency(3.0, 0.4, 40), 0.4 + 2.6 * m.factor(40), 1e-12);
-  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 40), 3.0 * m.factor(40));
+  EXPECT_NEAR(m.latency(3.0, 0.4, 40, 12), 0.4 + 2.6 * m.factor(40), 1e-12);
+  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 40, 12), 3.0 * m.factor(40));
   EXPECT_TRUE(contains(m.describe(), "fc unscaled"));
   // The same networks with every kernel scaled (no unscaled part): another term, bent by the fc part.
   for (auto& p : points) p.unscaled_ms = 0;
@@ -173,7 +173,7 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
 TEST(Composition, ALevelIsVersionThreeAndMultipliesThePrediction) {
   CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
   EXPECT_EQ(m.to_json()["format_version"], 1);
-  const double plain = m.predict(2.0, 0.5, 33, {{"conv", 2.0}});
+  const double plain = m.predict(2.0, 0.5, 33, 8, {{"conv", 2.0}});
   m.level = 1.25;
   m.relevel = {{"networks", 4}};
   const Json j = m.to_json();
@@ -181,13 +181,73 @@ TEST(Composition, ALevelIsVersionThreeAndMultipliesThePrediction) {
   const CompositionModel back = CompositionModel::from_json(j, "c.json");
   EXPECT_DOUBLE_EQ(back.level, 1.25);
   EXPECT_EQ(back.relevel["networks"], 4);
-  EXPECT_DOUBLE_EQ(back.predict(2.0, 0.5, 33, {{"conv", 2.0}}), 1.25 * plain);
+  EXPECT_DOUBLE_EQ(back.predict(2.0, 0.5, 33, 8, {{"conv", 2.0}}), 1.25 * plain);
   EXPECT_TRUE(contains(back.describe(), "re-levelled x1.250"));
   Json bad = j;
   bad["level"] = 5000;
   EXPECT_TRUE(contains(error_of([&] { CompositionModel::from_json(bad, "c.json"); }), "'level' 5e+03 is outside 0.001-1000"));
   bad.erase("level");
   EXPECT_TRUE(contains(error_of([&] { CompositionModel::from_json(bad, "c.json"); }), "'level' must be a finite number"));
+}
+
+// The kernel cost: what each kernel measured alone pays that a network pays once, taken off each scaled kernel
+// before the footprint's factor, never more than half of them; fitted (either sign), format 4, refused when garbage.
+TEST(Composition, AKernelCostIsFittedAndTakenOffEachKernelBeforeScaling) {
+  const auto networks = [](double cost) {
+    std::vector<CompositionPoint> points;
+    for (int i = 0; i < 12; ++i) {
+      const double f = 5.0 * std::pow(1.4, i), kernels = 1.0 + 0.3 * i, n = 40.0 + 25.0 * (i % 4);
+      points.push_back({kernels, (kernels - cost * n) * std::exp(-0.05 + 0.03 * std::log(f)), f, 0, fmt::format("n{}", i), n});
+    }
+    return points;
+  };
+  const std::vector<CompositionPoint> points = networks(0.005);
+  const CompositionModel m = fit_composition(points, {}, true);
+  EXPECT_NEAR(m.kernel_cost_ms, 0.005, 1e-6);
+  EXPECT_NEAR(m.c0, -0.05, 1e-4);
+  EXPECT_NEAR(m.c1, 0.03, 1e-4);
+  const Json& record = m.calibration["fit"]["kernel_cost"];
+  EXPECT_DOUBLE_EQ(record["ms"].get<double>(), m.kernel_cost_ms);
+  // The range: half the smallest mean kernel of a network (1.9 ms over 115 kernels).
+  EXPECT_NEAR(record["range_ms"][1].get<double>(), 1.9 / 115 / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(record["range_ms"][0].get<double>(), -record["range_ms"][1].get<double>());
+  // With the cost every network is predicted; without it (the default) the same networks are not.
+  const CompositionModel plain = fit_composition(points);
+  EXPECT_EQ(plain.kernel_cost_ms, 0);
+  EXPECT_FALSE(plain.calibration["fit"].contains("kernel_cost"));
+  double worst = 0, worst_plain = 0;
+  for (const auto& p : points) {
+    worst = std::max(worst, std::abs(std::log(m.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels) / p.measured_ms)));
+    worst_plain = std::max(worst_plain, std::abs(std::log(plain.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels) / p.measured_ms)));
+  }
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_GT(worst_plain, 0.02);
+  // Unscaled kernels keep their time; the cost comes off the rest, never more than half of it.
+  EXPECT_NEAR(m.latency(3.0, 0.5, 40, 100), 0.5 + (2.5 - m.kernel_cost_ms * 100) * m.factor(40), 1e-12);
+  EXPECT_DOUBLE_EQ(m.latency(1.0, 0, 40, 1000), 0.5 * m.factor(40));
+  EXPECT_TRUE(contains(m.describe(), ", 5 µs less a kernel")) << m.describe();
+  // Networks that pay more a kernel than their kernels alone: a negative cost.
+  const CompositionModel more = fit_composition(networks(-0.003), {}, true);
+  EXPECT_NEAR(more.kernel_cost_ms, -0.003, 1e-6);
+  EXPECT_TRUE(contains(more.describe(), ", 3 µs more a kernel")) << more.describe();
+
+  // Format 4 (a reader of 1-3 refuses it), with the level it carries as 3 does; round-trips.
+  const Json j = m.to_json();
+  EXPECT_EQ(j["format_version"], 4);
+  EXPECT_EQ(j["level"], 1);
+  const CompositionModel back = CompositionModel::from_json(j, "c.json");
+  EXPECT_DOUBLE_EQ(back.kernel_cost_ms, m.kernel_cost_ms);
+  EXPECT_DOUBLE_EQ(back.predict(3.0, 0.5, 40, 100, {{"conv", 3.0}}), m.predict(3.0, 0.5, 40, 100, {{"conv", 3.0}}));
+  const auto err = [&](const std::function<void(Json&)>& edit) {
+    Json bad = j;
+    edit(bad);
+    return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
+  };
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("kernel_cost_ms"); }), "'kernel_cost_ms' must be a finite number"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["kernel_cost_ms"] = 5000; }), "'kernel_cost_ms' 5e+03 is outside ±1000"));
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("level"); }), "'level' must be a finite number"));
+  // A point with a negative count is refused like any other bad value.
+  EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 1, 10, 0, "x", -1}}, {}, true); }), "non-positive"));
 }
 
 // The neighbours' correction: the residuals of the calibration networks nearest in kernel mix (and, weighted,
@@ -242,7 +302,7 @@ TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
     edit(bad);
     return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
   };
-  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 4; }), "format_version must be 1, 2 or 3"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 5; }), "format_version must be 1, 2, 3 or 4"));
   EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 2 needs a 'neighbours' object"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 0; }), "'neighbours.k' must be an integer >= 1"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 3; }), "at least k networks"));
@@ -321,6 +381,18 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
   EXPECT_DOUBLE_EQ(n.latency_ms, p.latency_ms * n.neighbour_factor);
   EXPECT_DOUBLE_EQ(n.to_json()["neighbour_factor"].get<double>(), n.neighbour_factor);
   EXPECT_EQ(p.neighbour_factor, 1);
+
+  // With a kernel cost: it comes off every predicted kernel use before the factor.
+  double uses = 0;
+  for (const auto& k : p.kernels)
+    if (!k.predictor_kernel.empty()) uses += static_cast<double>(k.groups);
+  EXPECT_DOUBLE_EQ(p.scaled_kernels, uses);
+  CompositionModel with_cost = m;
+  with_cost.kernel_cost_ms = p.kernels_ms / uses / 4;
+  io::save_json_file(folder / kCompositionFile, with_cost.to_json());
+  const ModelPrediction c = LatencyPredictor::from_folder(folder).predict_ir(ir);
+  EXPECT_NEAR(c.latency_ms, 0.75 * p.kernels_ms * p.composition_factor, 1e-12 * c.latency_ms);
+  EXPECT_DOUBLE_EQ(c.to_json()["scaled_kernels"].get<double>(), uses);
 
   // A corrupt composition.json stops the load with the file's name, never a silent plain sum.
   test::write_text(folder / kCompositionFile, "{\"format_version\": 1, \"c0\": ");
