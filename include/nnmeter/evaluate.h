@@ -111,9 +111,10 @@ AccuracySummary summarize_predictions(const std::vector<ModelEvaluation>& models
 
 // The composition term fitted on measured models: every form (every kernel scaled; fc unscaled; each with a
 // kernel cost from 8 networks on) fitted, the one whose term predicts each family held out better kept (with 3
-// or more families; otherwise every kernel scaled); then the neighbours' correction on top of it, kept only if it predicts each network held out better
-// than the term alone on both counts (as many within ±5 % or more, and a lower RMSPE). `composition.calibration`
-// records the fit: models, backend, protocol, the scores, the forms and the neighbours tried.
+// or more families; otherwise every kernel scaled); then the neighbours' correction on top of it, kept only if it
+// predicts each network held out better than the term alone on both counts (as many within ±5 % or more, and a
+// lower RMSPE). `composition.calibration` records the fit: models, backend, protocol, the scores, the forms (the
+// kept one as `form`) and the neighbours tried.
 struct CompositionFit {
   CompositionModel composition;
   AccuracySummary before, after;  // the same networks: Σ kernels, and with the fitted term (in sample)
