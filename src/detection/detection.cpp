@@ -135,6 +135,29 @@ int find_root(const std::vector<int>& root, int u) {
 
 namespace {
 
+// The builder's concat takes at most four inputs (kernels/structural_kernels.cpp). A wider one (DenseNet's
+// concatenate every earlier layer's output, up to 33) becomes the concats of its inputs taken at most four at a
+// time, as evenly as they go, each a kernel on the same node: a concat copies each input's channels pixel by
+// pixel, so it costs per input, not only per byte. On onednn_cpu DenseNet's concats of 14 inputs ran 1.6-1.9x a
+// four-input concat of the same bytes (the leading inputs merged, as detection wrote them before), about the
+// sum of their groups (bench/results/densenet-concat-2026-12-04/summary.md).
+std::vector<DetectedKernel> concat_groups(const DetectedKernel& k) {
+  const size_t n = k.config.size() - 1;  // CIN1..CINn and HW
+  if (n <= 4) return {k};
+  const size_t groups = (n + 3) / 4;
+  std::vector<DetectedKernel> out;
+  for (size_t g = 0, first = 0; g < groups; ++g) {
+    const size_t size = n / groups + (g < n % groups ? 1 : 0);
+    DetectedKernel part = k;
+    part.config = {{"HW", k.config["HW"]}};
+    for (size_t i = 0; i < size; ++i)
+      part.config["CIN" + std::to_string(i + 1)] = k.config["CIN" + std::to_string(first + i + 1)];
+    first += size;
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
 std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) {
   const std::vector<DetNode> g = detection::build_detection_graph(ir);
   const UnitGraph ug = build_unit_graph(g, detection::form_units(g));
@@ -155,9 +178,12 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
     }
     std::sort(nodes.begin(), nodes.end());
     for (int node : nodes) k.nodes.push_back(ir.nodes[static_cast<size_t>(node)].name);
-    k.name = k.op + "#" + std::to_string(kernels.size());
     detection::describe_kernel(g, m, batch, k);
-    kernels.push_back(std::move(k));
+    const bool concat = k.kind == KernelKind::compute && k.kernel == "concat";
+    for (auto& part : concat ? concat_groups(k) : std::vector<DetectedKernel>{std::move(k)}) {
+      part.name = part.op + "#" + std::to_string(kernels.size());
+      kernels.push_back(std::move(part));
+    }
   };
   for (int u : ug.order) {
     const auto& m = members[static_cast<size_t>(u)];

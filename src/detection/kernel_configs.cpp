@@ -143,13 +143,8 @@ void concat_config(const IrNode& n, DetectedKernel& k) {
   }
   k.kernel = "concat";
   k.config["HW"] = spatial_size(n.output_shapes[0]);
-  // The builder's concat has at most four inputs; with more (DenseNet), the leading ones become one input
-  // so that the bytes moved stay the same.
-  const size_t lead = ins.size() > 4 ? ins.size() - 3 : 1;
-  int64_t first = 0;
-  for (size_t i = 0; i < lead; ++i) first += channels(ins[i]);
-  k.config["CIN1"] = first;
-  for (size_t i = lead, key = 2; i < ins.size(); ++i, ++key) k.config["CIN" + std::to_string(key)] = channels(ins[i]);
+  // Every input, also past the builder's four: detection (detection/detection.cpp) splits a wider one.
+  for (size_t i = 0; i < ins.size(); ++i) k.config["CIN" + std::to_string(i + 1)] = channels(ins[i]);
 }
 
 // Element-wise kernels with a builder kernel of their own.

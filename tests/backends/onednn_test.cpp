@@ -503,6 +503,23 @@ TEST(OneDnnOps, ConcatOfMixedLayoutsWritesEachInputOnce) {
   EXPECT_EQ(moves["layout"], 0) << plan.dump(1);
 }
 
+// torch.cat([x]) and a Pad of nothing (DenseNet's block openings and transitions as torch.onnx.export writes
+// them) copy nothing: detection counts them as layout ops.
+TEST(OneDnnOps, AConcatOfOneTensorAndAPadOfNothingAreTheirInput) {
+  LayerBuilder b("one_concat", 13, 12);
+  const auto x = b.input("x", {1, 16, 10, 10});
+  const auto cat = b.concat({b.conv_bn(x, 24, 3)});
+  const auto pad = b.node("Pad", {cat, b.constant_ints({0, 0, 0, 0, 0, 0, 0, 0})}, {1, 24, 10, 10});
+  b.output(b.relu(pad));
+  const auto model = b.model();
+  expect_matches_reference(model);
+  const Json plan = Engine(load_graph(model, "one_concat"), EngineOptions{1}).plan(Pipeline::Profiling);
+  for (const auto& s : plan["steps"]) EXPECT_NE(s["primitive"], "concat") << plan.dump(1);
+  const auto moves = inner_reorders(plan);
+  EXPECT_EQ(moves.count("concat"), 0u) << plan.dump(1);
+  EXPECT_EQ(moves.count("pad"), 0u) << plan.dump(1);
+}
+
 TEST(OneDnnOps, TwoThreadsGiveTheSameAnswer) {
   LayerBuilder b("threads", 13, 9);
   const auto x = b.input("x", {1, 8, 23, 19});

@@ -1,6 +1,7 @@
 // Kernel detection on small hand-built graphs: pairwise fusion by the root's type, BF chains, MON, the
 // multi-op units of real exports, and the kernel configs the builder's parsers read.
 #include <cmath>
+#include <set>
 
 #include "prediction/onnx_model.h"
 #include "networks/architectures.h"
@@ -201,17 +202,43 @@ TEST(Detection, GlobalPoolingUsesTheRealInputSize) {
   }
 }
 
-TEST(Detection, BigConcatKeepsTheBytesMoved) {
-  LayerBuilder b("dense");
-  const auto x = b.input("x", {1, 64, 14, 14});
-  std::vector<std::string> features = {x};
-  for (int i = 0; i < 5; ++i) features.push_back(b.conv(x, 32 + i, 1));
-  b.output(b.concat(features));
-  const auto ks = detect(b.model(), cpu_rules());
-  const auto& k = kernel_with_op(ks, "concat");
-  EXPECT_EQ(k.kernel, "concat");
-  // 6 inputs: 64 + 32 + 33 merge into CIN1, the last three stay.
-  EXPECT_EQ(k.config, (Json{{"HW", 14}, {"CIN1", 129}, {"CIN2", 34}, {"CIN3", 35}, {"CIN4", 36}}));
+// A concat copies each input pixel by pixel, so it costs per input: one of more inputs than the builder's
+// concat takes (four) is the concats of its inputs taken at most four at a time, as evenly as they go, each a
+// kernel on the concat's node.
+TEST(Detection, AConcatOfMoreThanFourInputsIsConcatsOfAtMostFour) {
+  for (const int convs : {3, 5, 8}) {
+    LayerBuilder b("dense");
+    const auto x = b.input("x", {1, 64, 14, 14});
+    std::vector<std::string> features = {x};
+    for (int i = 0; i < convs; ++i) features.push_back(b.conv(x, 32 + i, 1));
+    const auto cat = b.concat(features);
+    b.output(cat);
+    std::vector<DetectedKernel> concats;
+    for (const auto& k : detect(b.model(), cpu_rules()))
+      if (k.kernel == "concat") concats.push_back(k);
+    std::vector<Json> configs;
+    std::set<std::string> names;
+    for (const auto& k : concats) {
+      configs.push_back(k.config);
+      names.insert(k.name);
+      EXPECT_EQ(k.nodes, concats.front().nodes);
+    }
+    EXPECT_EQ(names.size(), concats.size()) << "each part is a kernel of its own name";
+    if (convs == 3) {  // 4 inputs: one kernel, as it was
+      EXPECT_EQ(configs, (std::vector<Json>{{{"HW", 14}, {"CIN1", 64}, {"CIN2", 32}, {"CIN3", 33}, {"CIN4", 34}}}));
+    } else if (convs == 5) {  // 6 inputs: 3 + 3
+      EXPECT_EQ(configs, (std::vector<Json>{{{"HW", 14}, {"CIN1", 64}, {"CIN2", 32}, {"CIN3", 33}},
+                                            {{"HW", 14}, {"CIN1", 34}, {"CIN2", 35}, {"CIN3", 36}}}));
+    } else {  // 9 inputs: 3 + 3 + 3, every input once, in order
+      ASSERT_EQ(configs.size(), 3u);
+      std::vector<int64_t> channels;
+      for (const auto& c : configs) {
+        EXPECT_EQ(c.size(), 4u) << c.dump();
+        for (int i = 1; i <= 3; ++i) channels.push_back(c["CIN" + std::to_string(i)].get<int64_t>());
+      }
+      EXPECT_EQ(channels, (std::vector<int64_t>{64, 32, 33, 34, 35, 36, 37, 38, 39}));
+    }
+  }
 }
 
 TEST(Detection, LayoutAndUnknownOps) {

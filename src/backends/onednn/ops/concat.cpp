@@ -75,11 +75,16 @@ void lower_concat(Lowering& cx, const Node& n) {
                                       cx.attrs(n), "axis");
   std::vector<memory::desc> mds;
   std::vector<memory> srcs;
+  std::vector<int> ids;
   for (int in : n.inputs) {
     if (numel(g.value(in).shape) == 0) continue;
     srcs.push_back(cx.mem(in));
     mds.push_back(srcs.back().get_desc());
+    ids.push_back(in);
   }
+  // A concat of one tensor is that tensor (torch.cat([x]) opens each of DenseNet's dense blocks): an alias, as
+  // detection counts it (a layout op, detection/kernel_configs.cpp), not a copy.
+  if (srcs.size() == 1) return cx.bind_alias(n.outputs[0], srcs[0], ids[0]);
   dnnl::concat::primitive_desc pd(static_cast<int>(axis), mds, cx.engine());
   if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0)
     return lower_concat_by_reorders(cx, n, static_cast<size_t>(axis), srcs, pd.dst_desc());

@@ -13,6 +13,10 @@ void lower_pad(Lowering& cx, const Node& n) {
   if (pads.empty()) pads = g.constant(n.inputs[1]).to_ints();
   float value = a.f("value", 0.f);
   if (n.inputs.size() > 2 && n.inputs[2] >= 0) value = g.constant(n.inputs[2]).to_floats().at(0);
+  // A Pad of nothing (DenseNet's transitions as torch.onnx.export writes them, before each AvgPool) is its input:
+  // an alias, as detection counts it (a layout op, detection/kernel_configs.cpp), not a copy.
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; }))
+    return cx.bind_alias(n.outputs[0], cx.mem(n.inputs[0]), n.inputs[0]);
   const Shape begin(pads.begin(), pads.begin() + static_cast<long>(xs.size()));
   const Shape end(pads.begin() + static_cast<long>(xs.size()), pads.end());
   cx.bind(n.outputs[0], padded(cx, cx.mem(n.inputs[0]), xs, begin, end, value));
