@@ -46,12 +46,15 @@ std::string to_string(NeighbourCorrection::Statistic s);  // "median" | "inverse
 // Each predictor kernel's share of Σ kernels_by_type (empty when that is 0).
 std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type);
 
-// latency = Σ unscaled kernels + (Σ other kernels − kernel_cost_ms · their count) × exp(c0 + c1 · ln(footprint_mb)),
+// latency = Σ unscaled kernels + (Σ other kernels, each type × its kernel scale, − kernel_cost_ms · their count)
+//           × exp(c0 + c1 · ln(footprint_mb)),
 // the footprint clamped to the calibrated range (the term never extrapolates), times the neighbours' correction
 // when calibrate kept one. Unscaled kernels are predictor kernels whose time a network does not change; the
 // kernel cost is what each kernel measured alone pays that a network pays once (the run's fixed cost, a cold
-// start), never more than half of the scaled kernels' time. Calibrate keeps either only where networks of
-// families it was not fitted on say so.
+// start), never more than half of the scaled kernels' time. A kernel scale is how much slower (or faster) one
+// kernel type runs inside networks than alone, beyond the term's common factor (memory-bound layers meet caches
+// full of the layers before them, compute-bound ones hardly notice). Calibrate keeps each of these only where
+// networks of families it was not fitted on say so.
 // Fitted by `nn-meter calibrate` on networks measured by the repeat protocol; without composition.json a
 // predictor sums its kernels, as nn-Meter does.
 struct CompositionModel {
@@ -59,6 +62,7 @@ struct CompositionModel {
   double footprint_min_mb = 0, footprint_max_mb = 0;  // calibrated range
   std::set<std::string> unscaled_kernels;  // predictor kernel names, e.g. "fc"
   double kernel_cost_ms = 0;               // per scaled kernel use (a grouped conv's groups each count)
+  std::map<std::string, double> kernel_scales;  // predictor kernel → multiplier of its Σ ms; absent: 1
   NeighbourCorrection neighbours;       // k = 0: none
   Json calibration = Json::object();  // how it was fitted: models, backend, accuracy before/after, ...
   // `nn-meter calibrate --refresh`: the machine's level on a later day against the one the predictor was built
@@ -68,16 +72,18 @@ struct CompositionModel {
   Json relevel = nullptr;
   double factor(double footprint_mb) const;
   // The term alone. kernels_ms: Σ of all kernels; unscaled_ms: the part of it from unscaled_kernels;
-  // scaled_kernels: how many kernel uses the rest is the sum of.
-  double latency(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels) const;
-  // A network's prediction: the term, the neighbours' correction and the level. kernels_by_type: Σ predicted ms
-  // per predictor kernel.
+  // scaled_kernels: how many kernel uses the rest is the sum of; kernels_by_type: Σ predicted ms per predictor
+  // kernel (what the kernel scales apply to).
+  double latency(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels,
+                 const std::map<std::string, double>& kernels_by_type) const;
+  // A network's prediction: the term, the neighbours' correction and the level.
   double predict(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels,
                  const std::map<std::string, double>& kernels_by_type) const {
-    return latency(kernels_ms, unscaled_ms, footprint_mb, scaled_kernels) * neighbours.factor(kernels_by_type, footprint_mb) *
-           level;
+    return latency(kernels_ms, unscaled_ms, footprint_mb, scaled_kernels, kernels_by_type) *
+           neighbours.factor(kernels_by_type, footprint_mb) * level;
   }
-  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][, 4.5 µs less a kernel][; the 7 nearest of 72
+  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][, 4.5 µs less a kernel][, kernel scales x0.78 (swish) …
+  // x1.33 (dwconv-bn-relu)][; the 7 nearest of 72
   // calibration networks (median)][; re-levelled x1.042]"
   std::string describe() const;
   // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
@@ -88,11 +94,13 @@ struct CompositionModel {
 };
 
 // One calibration network: Σ of its predicted kernels, its measured latency, its footprint, the part of the
-// kernels' sum the term leaves unscaled, and how many kernel uses the rest is the sum of.
+// kernels' sum the term leaves unscaled, how many kernel uses the rest is the sum of, and Σ per predictor kernel
+// (for kernel scales).
 struct CompositionPoint {
   double kernels_ms = 0, measured_ms = 0, footprint_mb = 0, unscaled_ms = 0;
   std::string name = {};  // the network's, for calibration["fit"]
   double scaled_kernels = 0;
+  std::map<std::string, double> kernels_by_type = {};
 };
 // Robust (Huber) least squares of ln((measured - unscaled) / (kernels - unscaled)) on ln(footprint), for the
 // given unscaled kernels: from 8 networks on, those far off the others' line weigh less. Fewer than 4 points
@@ -100,8 +108,11 @@ struct CompositionPoint {
 // calibration["fit"]: {"method": "huber" | "least_squares", "networks", "threshold" (Huber's, in ln
 // units), "down_weighted": [{"model", "weight"}]}. With fit_kernel_cost the kernel cost is fitted too: the one
 // whose term leaves the least (Huber's loss), between minus and plus half the smallest mean scaled kernel of the
-// networks. No point, a non-positive value, or unscaled kernels taking all of a network's time → Error.
+// networks. With scale_ridge > 0 each scaled kernel type gets its own scale too, fitted in turn with the term:
+// the least squares of the relative errors (Huber's weights of the term's fit) with a ridge of scale_ridge ·
+// networks pulling every scale towards 1, so a type that few networks spend time in stays near the common
+// factor. No point, a non-positive value, or unscaled kernels taking all of a network's time → Error.
 CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels = {},
-                                 bool fit_kernel_cost = false);
+                                 bool fit_kernel_cost = false, double scale_ridge = 0);
 
 }  // namespace nnmeter

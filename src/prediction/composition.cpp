@@ -10,7 +10,11 @@
 // pays once: on the 135 calibration networks of an `accurate` build (bench/results/accurate-2026-12-04/),
 // measured ≈ a · Σ kernels + b · their count fitted b = −4.5 µs a kernel, and with the footprint's term alone
 // each family held out ShuffleNet (33 µs a kernel on average) came out +17 % where ResNets (500 µs) stayed
-// within ±3 %; so the term can take a cost off each kernel before scaling. What the term leaves is shared by networks of one architecture, so the
+// within ±3 %; so the term can take a cost off each kernel before scaling. Nor do all kernel types meet the
+// network the same way: in an `accurate` build's 135 networks, each family held out, a scale of each type's Σ
+// (dwconv-bn-relu, bnrelu and concat ×1.2-1.3 against the common factor, conv-bn-swish ×0.8) took within ±10 %
+// from 80.0 to 86.7 % and RMSPE from 8.0 to 7.2 % (bench/results/kernel-scales-2026-12-05/), so the term can
+// scale each type apart. What the term leaves is shared by networks of one architecture, so the
 // residuals of the calibration networks nearest in kernel mix correct it (NeighbourCorrection).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +24,7 @@
 #include <functional>
 #include <limits>
 
+#include "common/linear_solve.h"
 #include "nnmeter/prediction.h"
 
 namespace nnmeter {
@@ -150,6 +155,12 @@ std::string CompositionModel::describe() const {
   if (!unscaled_kernels.empty()) out += fmt::format(", {} unscaled", fmt::join(unscaled_kernels, ", "));
   if (kernel_cost_ms != 0)
     out += fmt::format(", {:.3g} µs {} a kernel", std::abs(kernel_cost_ms) * 1e3, kernel_cost_ms > 0 ? "less" : "more");
+  if (!kernel_scales.empty()) {
+    const auto [lo, hi] = std::minmax_element(kernel_scales.begin(), kernel_scales.end(),
+                                              [](const auto& a, const auto& b) { return a.second < b.second; });
+    out += fmt::format(", {} kernel scales x{:.2f} ({}) … x{:.2f} ({})", kernel_scales.size(), lo->second, lo->first,
+                       hi->second, hi->first);
+  }
   if (neighbours.k > 0)
     out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g})", neighbours.k,
                        neighbours.networks.size(), neighbours.statistic == NeighbourCorrection::Statistic::Median
@@ -198,6 +209,17 @@ Json CompositionModel::to_json() const {
     out["form"] = "unscaled kernels + (other kernels - kernel_cost_ms * their count, at least half of them) * "
                   "exp(c0 + c1 * ln(footprint_mb)), footprint clamped to the calibrated range";
   }
+  if (!kernel_scales.empty()) {
+    // Version 5, the same for the kernel scales; it carries the level and the kernel cost as version 4 does.
+    out["format_version"] = 5;
+    out["level"] = level;
+    out["relevel"] = relevel;
+    out["kernel_cost_ms"] = kernel_cost_ms;
+    out["kernel_scales"] = kernel_scales;
+    out["form"] = "unscaled kernels + (other kernels, each predictor kernel's sum times its kernel_scales entry (1 if "
+                  "absent), - kernel_cost_ms * their count, at least half of them) * exp(c0 + c1 * ln(footprint_mb)), "
+                  "footprint clamped to the calibrated range";
+  }
   if (neighbours.k > 0) {
     // Version 2: a reader that knows only the term must refuse the file rather than predict without the correction.
     if (out["format_version"] == 1) out["format_version"] = 2;
@@ -220,8 +242,8 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
   };
   if (!j.is_object()) throw bad("not a JSON object");
   const Json version = j.value("format_version", Json());
-  if (version != Json(1) && version != Json(2) && version != Json(3) && version != Json(4))
-    throw bad("format_version must be 1, 2, 3 or 4");
+  if (version != Json(1) && version != Json(2) && version != Json(3) && version != Json(4) && version != Json(5))
+    throw bad("format_version must be 1, 2, 3, 4 or 5");
   const auto number = [&](const char* key) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
@@ -250,21 +272,43 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
     }
   }
   if (j.contains("neighbours") || version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
-  if (version == Json(3) || version == Json(4)) {
+  if (version == Json(3) || version == Json(4) || version == Json(5)) {
     m.level = number("level");
     if (!(m.level >= 0.001 && m.level <= 1000)) throw bad(fmt::format("'level' {:.3g} is outside 0.001-1000", m.level));
     m.relevel = j.value("relevel", Json());
   }
-  if (version == Json(4)) {
+  if (version == Json(4) || version == Json(5)) {
     m.kernel_cost_ms = number("kernel_cost_ms");
     // A kernel costs milliseconds at most on any device this predicts; a second is garbage, not a calibration.
     if (!(std::abs(m.kernel_cost_ms) < 1000)) throw bad(fmt::format("'kernel_cost_ms' {:.3g} is outside ±1000", m.kernel_cost_ms));
+  }
+  if (version == Json(5)) {
+    const auto scales = j.find("kernel_scales");
+    if (scales == j.end() || !scales->is_object() || scales->empty())
+      throw bad("format_version 5 needs a 'kernel_scales' object of predictor kernel → scale");
+    for (const auto& [kernel, scale] : scales->items()) {
+      // As for the term: the fit clamps a scale to 0.25-4, so far beyond it the file is garbage.
+      if (kernel.empty() || !scale.is_number() || !std::isfinite(scale.get<double>()) || !(scale.get<double>() >= 0.01) ||
+          !(scale.get<double>() <= 100))
+        throw bad(fmt::format("'kernel_scales.{}' must be a number in 0.01-100", kernel));
+      m.kernel_scales[kernel] = scale.get<double>();
+    }
   }
   m.calibration = j.value("calibration", Json::object());
   return m;
 }
 
 namespace {
+
+// Σ of the scaled kernels, each type times its kernel scale.
+double scaled_sum(const CompositionModel& m, double kernels_ms, double unscaled_ms,
+                  const std::map<std::string, double>& kernels_by_type) {
+  double sum = kernels_ms - unscaled_ms;
+  for (const auto& [kernel, scale] : m.kernel_scales)
+    if (!m.unscaled_kernels.count(kernel))
+      if (const auto it = kernels_by_type.find(kernel); it != kernels_by_type.end()) sum += (scale - 1) * it->second;
+  return sum;
+}
 
 // The scaled kernels' part of a network's time: what they sum to less each one's cost, never under half of it.
 double scaled_part(double scaled_ms, double scaled_kernels, double kernel_cost_ms) {
@@ -356,27 +400,22 @@ double huber_loss(const std::vector<double>& residuals, double c) {
 
 }  // namespace
 
-double CompositionModel::latency(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels) const {
-  return unscaled_ms + scaled_part(kernels_ms - unscaled_ms, scaled_kernels, kernel_cost_ms) * factor(footprint_mb);
+double CompositionModel::latency(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels,
+                                 const std::map<std::string, double>& kernels_by_type) const {
+  return unscaled_ms + scaled_part(scaled_sum(*this, kernels_ms, unscaled_ms, kernels_by_type), scaled_kernels, kernel_cost_ms) *
+                           factor(footprint_mb);
 }
 
-CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels,
-                                 bool fit_kernel_cost) {
-  if (points.empty()) throw Error("no measured model to fit the composition on");
+namespace {
+
+// The term with (or without) a kernel cost, on points already checked.
+TermFit fit_with_cost(const std::vector<CompositionPoint>& points, const std::set<std::string>& unscaled_kernels,
+                      bool fit_kernel_cost) {
   double cost_limit = std::numeric_limits<double>::infinity();
-  for (const auto& p : points) {
-    if (!(p.kernels_ms > 0) || !(p.measured_ms > 0) || !(p.footprint_mb > 0) || !std::isfinite(p.kernels_ms) ||
-        !std::isfinite(p.measured_ms) || !std::isfinite(p.footprint_mb) || !(p.unscaled_ms >= 0) || !std::isfinite(p.unscaled_ms) ||
-        !(p.scaled_kernels >= 0) || !std::isfinite(p.scaled_kernels))
-      throw Error(fmt::format("composition point with a non-positive value (kernels {} ms, measured {} ms, footprint {} MB)",
-                              p.kernels_ms, p.measured_ms, p.footprint_mb));
-    if (!(p.unscaled_ms < p.kernels_ms) || !(p.unscaled_ms < p.measured_ms))
-      throw Error(fmt::format("{} take {:.4g} ms of a network predicted at {:.4g} ms and measured at {:.4g} ms: nothing "
-                              "left to scale", fmt::join(unscaled_kernels, ", "), p.unscaled_ms, p.kernels_ms, p.measured_ms));
+  for (const auto& p : points)
     if (p.scaled_kernels > 0) cost_limit = std::min(cost_limit, (p.kernels_ms - p.unscaled_ms) / p.scaled_kernels / 2);
-  }
   TermFit best = fit_term(points, unscaled_kernels, 0);
-  if (!fit_kernel_cost || !std::isfinite(cost_limit)) return best.model;
+  if (!fit_kernel_cost || !std::isfinite(cost_limit)) return best;
   // One parameter, a loss that is smooth but not always convex in it: a grid over the whole range finds the
   // basin, a golden-section search between the best point's neighbours the minimum. The loss is Huber's at the
   // threshold of the fit without a cost, so every cost is judged by one yardstick.
@@ -385,9 +424,10 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   constexpr int kGrid = 40;
   const auto grid = [&](int i) { return cost_limit * (2.0 * i / kGrid - 1); };
   int at = kGrid / 2;
-  double least = loss_at(0);
+  double least = huber_loss(best.residuals, threshold);
   for (int i = 0; i <= kGrid; ++i)
-    if (const double l = loss_at(grid(i)); l < least) least = l, at = i;
+    if (i != kGrid / 2)
+      if (const double l = loss_at(grid(i)); l < least) least = l, at = i;
   double a = grid(std::max(at - 1, 0)), b = grid(std::min(at + 1, kGrid));
   const double g = (std::sqrt(5.0) - 1) / 2;
   for (int i = 0; i < 40; ++i) {
@@ -401,7 +441,78 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
   if (loss_at(cost) >= least) cost = grid(at);
   best = fit_term(points, unscaled_kernels, cost);
   best.model.calibration["fit"]["kernel_cost"] = {{"ms", cost}, {"range_ms", {-cost_limit, cost_limit}}};
-  return best.model;
+  return best;
+}
+
+// The kernel scales that, under the term `t` (its factor, kernel cost and Huber's weights held), make the points'
+// relative errors least, each pulled towards 1 by ridge · points: with U the unscaled ms, f the factor and c the
+// cost, measured ≈ U + f · (Σ_type scale · ms − c · count) is linear in the scales. Clamped to 0.25-4: caches
+// slow a layer by tens of percents, not by 4×.
+std::map<std::string, double> fit_kernel_scales(const std::vector<CompositionPoint>& points, const std::vector<std::string>& types,
+                                                const TermFit& t, double ridge) {
+  const size_t k = types.size();
+  std::vector<std::vector<double>> ata(k, std::vector<double>(k, 0.0));
+  std::vector<double> aty(k, 0.0);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const CompositionPoint& p = points[i];
+    const double r = std::abs(t.residuals[i]);
+    const double w = t.threshold <= 0 || r <= t.threshold ? 1.0 : t.threshold / r;
+    const double f = t.model.factor(p.footprint_mb);
+    std::vector<double> a(k, 0.0);
+    for (size_t j = 0; j < k; ++j)
+      if (const auto it = p.kernels_by_type.find(types[j]); it != p.kernels_by_type.end()) a[j] = f * it->second / p.measured_ms;
+    const double y = (p.measured_ms - p.unscaled_ms + f * t.model.kernel_cost_ms * p.scaled_kernels) / p.measured_ms;
+    for (size_t j = 0; j < k; ++j) {
+      aty[j] += w * a[j] * y;
+      for (size_t l = 0; l < k; ++l) ata[j][l] += w * a[j] * a[l];
+    }
+  }
+  const double lambda = ridge * static_cast<double>(points.size());
+  for (size_t j = 0; j < k; ++j) ata[j][j] += lambda, aty[j] += lambda;
+  const std::vector<double> s = solve_linear(std::move(ata), std::move(aty), "kernel scales");
+  std::map<std::string, double> scales;
+  for (size_t j = 0; j < k; ++j) scales[types[j]] = std::clamp(s[j], 0.25, 4.0);
+  return scales;
+}
+
+}  // namespace
+
+CompositionModel fit_composition(const std::vector<CompositionPoint>& points, std::set<std::string> unscaled_kernels,
+                                 bool fit_kernel_cost, double scale_ridge) {
+  if (points.empty()) throw Error("no measured model to fit the composition on");
+  for (const auto& p : points) {
+    if (!(p.kernels_ms > 0) || !(p.measured_ms > 0) || !(p.footprint_mb > 0) || !std::isfinite(p.kernels_ms) ||
+        !std::isfinite(p.measured_ms) || !std::isfinite(p.footprint_mb) || !(p.unscaled_ms >= 0) || !std::isfinite(p.unscaled_ms) ||
+        !(p.scaled_kernels >= 0) || !std::isfinite(p.scaled_kernels))
+      throw Error(fmt::format("composition point with a non-positive value (kernels {} ms, measured {} ms, footprint {} MB)",
+                              p.kernels_ms, p.measured_ms, p.footprint_mb));
+    if (!(p.unscaled_ms < p.kernels_ms) || !(p.unscaled_ms < p.measured_ms))
+      throw Error(fmt::format("{} take {:.4g} ms of a network predicted at {:.4g} ms and measured at {:.4g} ms: nothing "
+                              "left to scale", fmt::join(unscaled_kernels, ", "), p.unscaled_ms, p.kernels_ms, p.measured_ms));
+  }
+  TermFit fit = fit_with_cost(points, unscaled_kernels, fit_kernel_cost);
+  std::vector<std::string> types;  // the scaled kernel types the networks spend time in
+  for (const auto& p : points)
+    for (const auto& [kernel, ms] : p.kernels_by_type)
+      if (ms > 0 && !unscaled_kernels.count(kernel) && std::find(types.begin(), types.end(), kernel) == types.end())
+        types.push_back(kernel);
+  if (!(scale_ridge > 0) || types.empty()) return fit.model;
+  // The scales and the term depend on each other: each fitted in turn with the other held. On the 135 networks of
+  // bench/results/kernel-scales-2026-12-05/ the held-out figures moved by at most one network from 5 to 20 rounds.
+  constexpr int kRounds = 5;
+  std::map<std::string, double> scales;
+  std::vector<CompositionPoint> scaled = points;
+  for (int round = 0; round < kRounds; ++round) {
+    scales = fit_kernel_scales(points, types, fit, scale_ridge);
+    fit.model.kernel_scales = scales;
+    for (size_t i = 0; i < points.size(); ++i)
+      scaled[i].kernels_ms = points[i].unscaled_ms + scaled_sum(fit.model, points[i].kernels_ms, points[i].unscaled_ms,
+                                                                points[i].kernels_by_type);
+    fit = fit_with_cost(scaled, unscaled_kernels, fit_kernel_cost);
+  }
+  fit.model.kernel_scales = std::move(scales);
+  fit.model.calibration["fit"]["kernel_scales"] = {{"ridge", scale_ridge}, {"rounds", kRounds}};
+  return fit.model;
 }
 
 }  // namespace nnmeter

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/linear_solve.h"
+
 namespace nnmeter {
 
 namespace {
@@ -10,32 +12,6 @@ namespace {
 // scale 0 marks a feature that was positive in every training row: plain log, the exact power law.
 double transformed(double x, double scale) {
   return scale == 0 ? std::log(std::max(x, 1e-12)) : std::log1p(std::max(x, 0.0) / scale);
-}
-
-// Solves the symmetric positive definite system a·w = b in place (Gaussian elimination with partial
-// pivoting; n is the feature count + 1, at most a few dozen).
-std::vector<double> solve(std::vector<std::vector<double>> a, std::vector<double> b) {
-  const size_t n = b.size();
-  for (size_t col = 0; col < n; ++col) {
-    size_t pivot = col;
-    for (size_t r = col + 1; r < n; ++r)
-      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col])) pivot = r;
-    std::swap(a[col], a[pivot]);
-    std::swap(b[col], b[pivot]);
-    if (std::fabs(a[col][col]) < 1e-300) throw Error("power-law fit: singular system (all features constant?)");
-    for (size_t r = col + 1; r < n; ++r) {
-      const double f = a[r][col] / a[col][col];
-      for (size_t c = col; c < n; ++c) a[r][c] -= f * a[col][c];
-      b[r] -= f * b[col];
-    }
-  }
-  std::vector<double> w(n);
-  for (size_t i = n; i-- > 0;) {
-    double s = b[i];
-    for (size_t c = i + 1; c < n; ++c) s -= a[i][c] * w[c];
-    w[i] = s / a[i][i];
-  }
-  return w;
 }
 
 }  // namespace
@@ -82,7 +58,7 @@ PowerLaw PowerLaw::fit(const std::vector<float>& data, size_t rows, size_t cols,
   }
   const double ridge = 1e-3 * static_cast<double>(rows);
   for (size_t i = 1; i < n; ++i) ata[i][i] += ridge;
-  law.coef_ = solve(std::move(ata), std::move(atb));
+  law.coef_ = solve_linear(std::move(ata), std::move(atb), "power-law fit (all features constant?)");
   return law;
 }
 

@@ -122,8 +122,8 @@ TEST(Composition, UnscaledKernelsKeepTheirTimeAndTheRestIsFitted) {
   EXPECT_EQ(m.unscaled_kernels, std::set<std::string>{"fc"});
   EXPECT_NEAR(m.c0, -0.04, 1e-12);
   EXPECT_NEAR(m.c1, 0.02, 1e-12);
-  EXPECT_NEAR(m.latency(3.0, 0.4, 40, 12), 0.4 + 2.6 * m.factor(40), 1e-12);
-  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 40, 12), 3.0 * m.factor(40));
+  EXPECT_NEAR(m.latency(3.0, 0.4, 40, 12, {}), 0.4 + 2.6 * m.factor(40), 1e-12);
+  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 40, 12, {}), 3.0 * m.factor(40));
   EXPECT_TRUE(contains(m.describe(), "fc unscaled"));
   // The same networks with every kernel scaled (no unscaled part): another term, bent by the fc part.
   for (auto& p : points) p.unscaled_ms = 0;
@@ -217,14 +217,14 @@ TEST(Composition, AKernelCostIsFittedAndTakenOffEachKernelBeforeScaling) {
   EXPECT_FALSE(plain.calibration["fit"].contains("kernel_cost"));
   double worst = 0, worst_plain = 0;
   for (const auto& p : points) {
-    worst = std::max(worst, std::abs(std::log(m.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels) / p.measured_ms)));
-    worst_plain = std::max(worst_plain, std::abs(std::log(plain.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels) / p.measured_ms)));
+    worst = std::max(worst, std::abs(std::log(m.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels, {}) / p.measured_ms)));
+    worst_plain = std::max(worst_plain, std::abs(std::log(plain.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels, {}) / p.measured_ms)));
   }
   EXPECT_LT(worst, 1e-4);
   EXPECT_GT(worst_plain, 0.02);
   // Unscaled kernels keep their time; the cost comes off the rest, never more than half of it.
-  EXPECT_NEAR(m.latency(3.0, 0.5, 40, 100), 0.5 + (2.5 - m.kernel_cost_ms * 100) * m.factor(40), 1e-12);
-  EXPECT_DOUBLE_EQ(m.latency(1.0, 0, 40, 1000), 0.5 * m.factor(40));
+  EXPECT_NEAR(m.latency(3.0, 0.5, 40, 100, {}), 0.5 + (2.5 - m.kernel_cost_ms * 100) * m.factor(40), 1e-12);
+  EXPECT_DOUBLE_EQ(m.latency(1.0, 0, 40, 1000, {}), 0.5 * m.factor(40));
   EXPECT_TRUE(contains(m.describe(), ", 5 µs less a kernel")) << m.describe();
   // Networks that pay more a kernel than their kernels alone: a negative cost.
   const CompositionModel more = fit_composition(networks(-0.003), {}, true);
@@ -248,6 +248,60 @@ TEST(Composition, AKernelCostIsFittedAndTakenOffEachKernelBeforeScaling) {
   EXPECT_TRUE(contains(err([](Json& x) { x.erase("level"); }), "'level' must be a finite number"));
   // A point with a negative count is refused like any other bad value.
   EXPECT_TRUE(contains(error_of([] { fit_composition({{1, 1, 10, 0, "x", -1}}, {}, true); }), "non-positive"));
+}
+
+// Kernel scales: networks whose dwconv part runs 1.4× its kernels alone and whose conv part 0.9× (a cost off
+// each kernel, a factor by footprint on top) are predicted with a scale a type; without them they are not.
+TEST(Composition, EachKernelTypeCanHaveItsOwnScale) {
+  std::vector<CompositionPoint> points;
+  for (int i = 0; i < 24; ++i) {
+    const double f = 5.0 * std::pow(1.25, i), conv = 1.0 + 0.2 * (i % 5), dw = 0.2 + 0.3 * (i % 7), fc = 0.05 * (i % 3),
+                 n = 40.0 + 10.0 * (i % 4);
+    const double measured = (1.4 * dw + 0.9 * conv + fc - 0.002 * n) * std::exp(0.02 + 0.01 * std::log(f));
+    points.push_back({conv + dw + fc, measured, f, 0, fmt::format("n{}", i), n, {{"conv", conv}, {"dwconv", dw}, {"fc", fc}}});
+  }
+  const auto worst = [&](const CompositionModel& m) {
+    double w = 0;
+    for (const auto& p : points)
+      w = std::max(w, std::abs(std::log(m.latency(p.kernels_ms, 0, p.footprint_mb, p.scaled_kernels, p.kernels_by_type) /
+                                        p.measured_ms)));
+    return w;
+  };
+  const CompositionModel scaled = fit_composition(points, {}, true, 1e-6);
+  ASSERT_EQ(scaled.kernel_scales.size(), 3u);
+  EXPECT_NEAR(scaled.kernel_scales.at("dwconv") / scaled.kernel_scales.at("conv"), 1.4 / 0.9, 0.05);
+  EXPECT_LT(worst(scaled), 0.01);
+  EXPECT_GT(worst(fit_composition(points, {}, true)), 0.05);
+  EXPECT_EQ(scaled.calibration["fit"]["kernel_scales"]["ridge"], 1e-6);
+  // A hard ridge holds every scale at 1: the term without scales.
+  const CompositionModel held = fit_composition(points, {}, true, 1e6);
+  for (const auto& [kernel, scale] : held.kernel_scales) EXPECT_NEAR(scale, 1, 1e-3) << kernel;
+  // Unscaled kernels get no scale; a network without types gets none either.
+  EXPECT_FALSE(fit_composition(points, {"fc"}, true, 1e-6).kernel_scales.count("fc"));
+  EXPECT_TRUE(fit_composition({{1, 1.05, 4}, {1, 1.1, 20}}, {}, false, 1e-3).kernel_scales.empty());
+  EXPECT_TRUE(contains(scaled.describe(), "3 kernel scales x")) << scaled.describe();
+  // A scale multiplies its type's Σ; a type the term has no scale for counts once.
+  CompositionModel m;
+  m.footprint_min_mb = m.footprint_max_mb = 10;
+  m.kernel_scales = {{"dwconv", 1.5}};
+  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 10, 5, {{"conv", 2.0}, {"dwconv", 1.0}}), 3.5);
+  EXPECT_DOUBLE_EQ(m.latency(3.0, 0, 10, 5, {}), 3.0);
+
+  // Format 5 (a reader of 1-4 refuses it), with the level and cost it carries; round-trips; bad scales refused.
+  const Json j = scaled.to_json();
+  EXPECT_EQ(j["format_version"], 5);
+  const CompositionModel back = CompositionModel::from_json(j, "c.json");
+  EXPECT_EQ(back.kernel_scales, scaled.kernel_scales);
+  EXPECT_DOUBLE_EQ(back.kernel_cost_ms, scaled.kernel_cost_ms);
+  const auto err = [&](const std::function<void(Json&)>& edit) {
+    Json bad = j;
+    edit(bad);
+    return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
+  };
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("kernel_scales"); }), "format_version 5 needs a 'kernel_scales' object"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["kernel_scales"]["conv"] = 0; }), "'kernel_scales.conv' must be a number in 0.01-100"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["kernel_scales"]["conv"] = "1"; }), "'kernel_scales.conv'"));
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("kernel_cost_ms"); }), "'kernel_cost_ms' must be a finite number"));
 }
 
 // The neighbours' correction: the residuals of the calibration networks nearest in kernel mix (and, weighted,
@@ -302,7 +356,7 @@ TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
     edit(bad);
     return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
   };
-  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 5; }), "format_version must be 1, 2, 3 or 4"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 6; }), "format_version must be 1, 2, 3, 4 or 5"));
   EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 2 needs a 'neighbours' object"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 0; }), "'neighbours.k' must be an integer >= 1"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 3; }), "at least k networks"));
