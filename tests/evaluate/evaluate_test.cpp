@@ -580,6 +580,44 @@ TEST(CompositionForms, AKernelCostIsKeptWhenHeldOutFamiliesSaySo) {
   EXPECT_EQ(few[0]["kernel_cost"], false);
 }
 
+// Kernel scales are a form of their own: kept where families held out say so (networks whose depthwise convs run
+// slower inside them than alone and dense convs a little faster, each family its own mix of the two), tried from
+// 20 networks on.
+TEST(CompositionForms, KernelScalesAreKeptWhenHeldOutFamiliesSaySo) {
+  EvaluateReport measured;
+  measured.backend = "onednn_cpu";
+  std::vector<ModelEvaluation> models;
+  const std::vector<std::tuple<const char*, double>> families = {
+      {"resnet", 0.05}, {"mobilenet", 0.6}, {"mnasnet", 0.4}, {"efficientnet", 0.3}};  // dwconv's share
+  for (const auto& [family, dw_share] : families)
+    for (int i = 0; i < 6; ++i) {
+      const double f = 10.0 * std::pow(1.5, i), kernels = 0.5 + f / 20, dw = dw_share * kernels, count = kernels / 0.03;
+      const double measured_ms = (1.3 * dw + 0.95 * (kernels - dw) - 0.002 * count) * std::exp(-0.05 + 0.03 * std::log(f));
+      ModelEvaluation m = network(family, f, kernels, 0, measured_ms);
+      m.name = fmt::format("{}_r{}", family, 96 + 32 * i);
+      m.kernels_ms_by_type = {{"conv-bn-relu", kernels - dw}, {"dwconv-bn-relu", dw}};
+      m.kernel_count_by_type = {{"conv-bn-relu", count / 2}, {"dwconv-bn-relu", count / 2}};
+      models.push_back(std::move(m));
+    }
+  const CompositionFit fit = fit_composition_forms(models, measured, "x");
+  EXPECT_EQ(fit.composition.calibration["form"], "every kernel scaled, a kernel cost, kernel scales");
+  ASSERT_EQ(fit.composition.kernel_scales.size(), 2u);
+  EXPECT_NEAR(fit.composition.kernel_scales.at("dwconv-bn-relu") / fit.composition.kernel_scales.at("conv-bn-relu"),
+              1.3 / 0.95, 0.05);
+  const Json& forms = fit.composition.calibration["forms"];
+  ASSERT_EQ(forms.size(), 3u) << forms.dump();  // no fc in these networks
+  EXPECT_EQ(forms[2]["kernel_scale_ridge"], 1e-3);
+  ASSERT_TRUE(fit.held_out_families);
+  EXPECT_LT(fit.held_out_families->rmspe, 0.5 * forms[1]["held_out_families"]["rmspe"].get<double>());
+  // Every network's prediction scales its types apart.
+  const ModelEvaluation& e = models[6];  // a mobilenet
+  EXPECT_NEAR(*e.predicted_with(fit.composition), *e.measured_ms, 0.01 * *e.measured_ms);
+
+  // Under 20 networks: the form is not tried.
+  models.resize(19);
+  EXPECT_EQ(fit_composition_forms(models, measured, "x").composition.calibration["forms"].size(), 2u);
+}
+
 // The neighbours' correction on networks whose families run off the footprint's line, each by its own factor:
 // kept, it predicts a network of a family at a size it was not calibrated on; on networks the term fits
 // exactly, or fewer than 10, none is kept.
