@@ -82,8 +82,8 @@ struct CompositionModel {
     return latency(kernels_ms, unscaled_ms, footprint_mb, scaled_kernels, kernels_by_type) *
            neighbours.factor(kernels_by_type, footprint_mb) * level;
   }
-  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][, 4.5 µs less a kernel][, kernel scales x0.78 (swish) …
-  // x1.33 (dwconv-bn-relu)][; the 7 nearest of 72
+  // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][, 4.5 µs less a kernel][, 13 kernel scales x0.78
+  // (conv-bn-swish) … x1.32 (dwconv-bn-relu)][; the 7 nearest of 72
   // calibration networks (median)][; re-levelled x1.042]"
   std::string describe() const;
   // "least squares" | "Huber's weights, 2 of 72 networks down-weighted: a (0.41), b (0.77)" | "" (not recorded)
