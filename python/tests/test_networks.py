@@ -46,13 +46,17 @@ def test_every_architecture_has_the_kernels_of_its_torchvision_export(tmp_path):
     # (architecture, width, resolution, torchvision constructor). AlexNet and VGG at 224, where torchvision's
     # adaptive pooling meets its own output size; the rest at 128 to keep the test short.
     cases = [(arch, 1.0, 128, getattr(models, arch)) for arch in nn_meter.networks.list_architectures()
-             if arch not in ("mobilenet_v1", "alexnet", "vgg11_bn", "googlenet")]
+             if arch not in ("mobilenet_v1", "alexnet", "vgg11_bn", "googlenet", "preact_resnet18", "shufflenet_v1_g3")]
     cases += [("googlenet", 1.0, 128, lambda: models.googlenet(aux_logits=False, init_weights=False)),
               ("alexnet", 1.0, 224, models.alexnet), ("vgg11_bn", 1.0, 224, models.vgg11_bn),
               ("mobilenet_v2", 0.5, 128, lambda: models.mobilenet_v2(width_mult=0.5)),
               ("mnasnet1_0", 0.5, 128, models.mnasnet0_5),
               ("shufflenet_v2_x1_0", 0.5, 128, models.shufflenet_v2_x0_5),
               ("shufflenet_v2_x1_0", 1.5, 128, models.shufflenet_v2_x1_5)]
+    # The two torchvision does not ship, after their papers' reference code (torch_counterparts.py).
+    import torch_counterparts as tc
+    cases += [("preact_resnet18", 1.0, 128, tc.PreActResNet18), ("preact_resnet18", 0.75, 128, lambda: tc.PreActResNet18(0.75)),
+              ("shufflenet_v1_g3", 1.0, 128, tc.ShuffleNetV1), ("shufflenet_v1_g3", 1.25, 128, lambda: tc.ShuffleNetV1(1.25))]
     assert len({c[0] for c in cases}) == len(nn_meter.networks.list_architectures()) - 1  # all but MobileNet v1
     torch.manual_seed(0)
     for arch, width, res, make in cases:
@@ -63,4 +67,5 @@ def test_every_architecture_has_the_kernels_of_its_torchvision_export(tmp_path):
         a, b = kernels(theirs), kernels(ours)
         assert a == b, f"{arch} x{width} at {res}: torch only {a - b}, nn-meter only {b - a}"
         # The exporter's graph keeps no BN behind a conv, as ours.
-        assert "BatchNormalization" not in {n.op_type for n in onnx.load(ours).graph.node} or arch == "densenet121"
+        assert "BatchNormalization" not in {n.op_type for n in onnx.load(ours).graph.node} or arch in (
+            "densenet121", "preact_resnet18")

@@ -140,6 +140,39 @@ S shufflenet_v2(LayerBuilder& b, S x, double width) {
   return b.gemm(b.reduce_mean_hw(cbr(b, x, widths[3], 1), false), 1000);
 }
 
+// ShuffleNet v1 with 3 groups (Zhang et al. 2018; megvii's reference implementation): grouped 1x1 convs around a
+// channel shuffle and a 3x3 depthwise conv; a stride-2 unit concatenates a 3x3 average pool of its input. Stage
+// widths 240/480/960 at width 1, other widths in multiples of 12 so that every grouped conv divides by 3.
+S shufflenet_v1(LayerBuilder& b, S x) {
+  constexpr int64_t groups = 3;
+  const int64_t c1 = std::max<int64_t>(12, std::llround(240 * b.width() / 12) * 12);
+  x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
+  const int repeats[] = {4, 8, 4};
+  for (int st = 0; st < 3; ++st)
+    for (int i = 0; i < repeats[st]; ++i) {
+      const int64_t in = ch(b, x), out = c1 << st, s = i == 0 ? 2 : 1, mid = out / 4;
+      S y = b.channel_shuffle(cbr(b, x, mid, 1, 1, st == 0 && i == 0 ? 1 : groups), groups);
+      y = b.conv_bn(b.conv_bn(y, mid, 3, s, mid), s == 2 ? out - in : out, 1, 1, groups);
+      x = s == 1 ? b.relu(b.add(x, y)) : b.concat({b.padded_avgpool(x, 3, 2, 1), b.relu(y)});
+    }
+  return head(b, x);
+}
+
+// Pre-activation ResNet-18 (He et al. 2016, "Identity Mappings in Deep Residual Networks"): BN and ReLU before
+// each conv. The exporter folds the BN behind a block's first conv into it; the one after the residual add
+// stays a BatchNormalization of its own.
+S preact_resnet18(LayerBuilder& b, S x) {
+  x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
+  for (int stage = 0; stage < 4; ++stage)
+    for (int i = 0; i < 2; ++i) {
+      const int64_t out = b.scaled(64 << stage), s = stage > 0 && i == 0 ? 2 : 1;
+      const S pre = b.relu(b.batchnorm(x));
+      const S shortcut = s != 1 || ch(b, x) != out ? b.conv(pre, out, 1, s) : x;
+      x = b.add(b.conv(cbr(b, pre, out, 3, s), out, 3), shortcut);
+    }
+  return head(b, b.relu(b.batchnorm(x)));
+}
+
 S mnasnet(LayerBuilder& b, S x) {
   const int64_t stem = b.scaled(32);
   x = b.conv_bn(cbr(b, cbr(b, x, stem, 3, 2), stem, 3, 1, stem), b.scaled(16), 1);
@@ -235,6 +268,8 @@ const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>>& r
       {"resnet50", [](LayerBuilder& b, S x) { return resnet(b, x, true, {3, 4, 6, 3}); }},
       {"squeezenet1_1", squeezenet},
       {"shufflenet_v2_x1_0", [](LayerBuilder& b, S x) { return shufflenet_v2(b, x, b.width()); }},
+      {"shufflenet_v1_g3", shufflenet_v1},
+      {"preact_resnet18", preact_resnet18},
       {"mnasnet1_0", mnasnet},
       {"googlenet", googlenet},
       {"densenet121", densenet121},

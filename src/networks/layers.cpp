@@ -203,8 +203,10 @@ std::string LayerBuilder::channel_shuffle(const std::string& x, int64_t groups) 
   return node("Reshape", {t, constant_ints({s[0], -1, s[2], s[3]})}, s);
 }
 
-std::string LayerBuilder::padded_avgpool(const std::string& x, int64_t k, int64_t stride) {
-  const std::string padded = node("Pad", {x, constant_ints(std::vector<int64_t>(8, 0))}, shape(x), {attr("mode", std::string("constant"))});
+std::string LayerBuilder::padded_avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad) {
+  const Shape& s = shape(x);
+  const std::string padded = node("Pad", {x, constant_ints({0, 0, pad, pad, 0, 0, pad, pad})},
+                                  {s[0], s[1], s[2] + 2 * pad, s[3] + 2 * pad}, {attr("mode", std::string("constant"))});
   return avgpool(padded, k, stride);
 }
 

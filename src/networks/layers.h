@@ -55,8 +55,9 @@ class LayerBuilder {
   // ShuffleNet's channel shuffle as exported with a static batch: Reshape to 5-D (constant shape), Transpose,
   // Reshape back.
   std::string channel_shuffle(const std::string& x, int64_t groups);
-  // AvgPool2d(k, stride) of torchvision's DenseNet as exported at opset 13: behind a Pad of zeros.
-  std::string padded_avgpool(const std::string& x, int64_t k, int64_t stride);
+  // AvgPool2d(k, stride, pad) as exported at opset 13 (count_include_pad, torch's default): a Pad of `pad` zeros
+  // each side, then the pool with none; DenseNet's AvgPool2d(2, 2) is behind a Pad of nothing.
+  std::string padded_avgpool(const std::string& x, int64_t k, int64_t stride, int64_t pad = 0);
   std::string softmax(const std::string& x, int64_t axis = -1);
   std::string node(const std::string& op, const std::vector<std::string>& inputs, const Shape& out_shape,
                    const std::vector<onnx::AttributeProto>& attrs = {});

@@ -84,6 +84,15 @@ std::vector<NetworkSpec> calibration_small() {
   return v;
 }
 
+// 12: two families that share their memory-bound kernel types with one family each of the sets above, BN + ReLU
+// on its own (DenseNet) and the channel shuffle (ShuffleNetV2), so that with either family held out its types'
+// scales are still fitted on another (bench/RESULTS-accuracy.md). The other sets leave them out.
+std::vector<NetworkSpec> calibration_kin() {
+  std::vector<NetworkSpec> v;
+  add(v, {"preact_resnet18", "shufflenet_v1_g3"}, {{224, 1.0}, {160, 0.5}, {192, 0.75}, {128, 1.0}, {176, 1.25}, {256, 1.0}});
+  return v;
+}
+
 std::vector<NetworkSpec> joined(std::initializer_list<std::vector<NetworkSpec>> parts) {
   std::vector<NetworkSpec> v;
   for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
@@ -110,6 +119,8 @@ std::vector<NetworkSet> make_sets() {
        joined({calibration(), calibration_more(), calibration_span()})},
       {"calibration-135", "calibration-99 + calibration-small",
        joined({calibration(), calibration_more(), calibration_span(), calibration_small()})},
+      {"calibration-kin", "pre-activation ResNet-18 and ShuffleNet v1 at six sizes: BN + ReLU and channel shuffles of families "
+       "other than DenseNet and ShuffleNetV2", calibration_kin()},
   };
 }
 

@@ -39,6 +39,12 @@ inline const std::map<std::string, std::string>& kernels_without_tflite_export()
   return kernels;
 }
 
+// The reference architectures the TFLite export cannot write, for the same reason as gconv-bn-relu.
+inline const std::map<std::string, std::string>& architectures_without_tflite_export() {
+  static const std::map<std::string, std::string> archs = {{"shufflenet_v1_g3", "grouped convolution (group=3 of"}};
+  return archs;
+}
+
 // A transformer kernel's config with at most 256 tokens, matrices of at most 128 and 4 of them, so the naive
 // reference matmul stays quick (a prior linear can be 3,136 tokens × 384 → 1,536).
 inline KernelConfig shrunk_tokens(KernelConfig config) {
