@@ -72,9 +72,7 @@ BATCH_SIZE: 1
 # nn-Meter's column-wise prior samples: the real layers come from SAMPLE_MODELS.
 PRIOR_ROWS: 0
 SAMPLE_MODELS: [calibration-72]
-# calibration-kin's two families share BN + ReLU and channel shuffles with DenseNet and ShuffleNetV2, so that the
-# build's each-family-held-out figure fits those kernels' scales on another family (bench/RESULTS-accuracy.md).
-CALIBRATION_NETWORKS: [calibration-135, calibration-kin]
+CALIBRATION_NETWORKS: [calibration-135]
 REGRESSOR: gbdt
 KERNELS:
   conv-bn-relu:    {INIT_SAMPLE_NUM: 250, FINEGRAINED_SAMPLE_NUM: 3, ITERATION: 1, ERROR_THRESHOLD: 0.1}

@@ -89,7 +89,7 @@ TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   EXPECT_EQ(accurate.kernel("channelshuffle").iteration, 1);
   EXPECT_EQ(accurate.prior_rows, 0);
   EXPECT_EQ(accurate.sample_models, std::vector<fs::path>{"calibration-72"});
-  EXPECT_EQ(accurate.calibration_networks, (std::vector<fs::path>{"calibration-135", "calibration-kin"}));
+  EXPECT_EQ(accurate.calibration_networks, std::vector<fs::path>{"calibration-135"});
   EXPECT_EQ(accurate.regressor, RegressorMode::gbdt);
 
   const PredictorBuildConfig transformers = typed("transformers");
