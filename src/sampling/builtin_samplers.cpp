@@ -250,10 +250,10 @@ class BuiltinSampler : public ConfigSampler {
   std::vector<KernelConfig> gconv_prior(int n, Rng& rng) const {
     // Groups of 2 channels ran some 50 times slower per FLOP than those of 16 or more on onednn_cpu (medians 4
     // and 180-240 GFLOP/s), and no torchvision network has them: such samples taught the regressor outliers.
-    // Groups of 6-15 channels off a multiple of 8 are real (ShuffleNet v1: 10 and 15 at widths 0.5 and 0.75) and
-    // run oneDNN's gemm-based conv, 3-10x the time of groups of 8 or 16: without them among the samples the
-    // regressor predicted such layers as fast as their neighbours (bench/results/unseen-families-2026-12-05/).
-    static const std::vector<int64_t> kGroupWidths = {4, 6, 8, 10, 12, 14, 16, 20, 24, 32, 48, 64, 128};
+    // Groups of 6-15 channels off a multiple of 8 (ShuffleNet v1's narrow widths) run a gemm path 3-10x slower;
+    // drawn among these samples they made the regressor over-predict RegNet's grouped convs by 38 %, so they stay
+    // out until a feature tells the paths apart (bench/results/unseen-families-2026-12-05/summary.md).
+    static const std::vector<int64_t> kGroupWidths = {4, 8, 16, 24, 32, 48, 64, 128};
     static constexpr int64_t kMaxGroupedActivation = 56 * 56 * 256;
     PriorTable t = table("conv.csv", {"input_h", "cin"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
