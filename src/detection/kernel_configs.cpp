@@ -1,9 +1,9 @@
 // A detected kernel → the builder kernel it is an instance of, with that kernel's config keys (the ones
 // src/kernels/ builds models from and the feature parsers read): conv family HW, CIN, COUT, KERNEL_SIZE,
-// STRIDES; pooling HW, CIN, KERNEL_SIZE, POOL_STRIDES; fc CIN, COUT; concat HW, CIN1..CIN4; the transformer
-// kernels T, CIN (and COUT for linear), matmul B, M, K, N; everything else HW, CIN. The config is read from the
-// kernel's first compute node (nn-Meter's first-node rule); leading layout ops of a fused kernel cost nothing
-// and carry no config.
+// STRIDES; pooling HW, CIN, KERNEL_SIZE, POOL_STRIDES; fc CIN, COUT; concat HW, CIN1..CIN4; channelshuffle HW,
+// CIN (and GROUPS when not 2); the transformer kernels T, CIN (and COUT for linear), matmul B, M, K, N;
+// everything else HW, CIN. The config is read from the kernel's first compute node (nn-Meter's first-node
+// rule); leading layout ops of a fused kernel cost nothing and carry no config.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -228,6 +228,9 @@ void describe_compute(const std::string& type, const DetNode& d, const std::stri
   } else if (type == "split" || type == "channelshuffle" || type == "se") {
     k.kernel = type;
     hw_cin(k.config, in);
+    // The anchor is the shuffle's Reshape to [N, G, C/G, H, W]; two groups stay implicit, nn-Meter's config.
+    if (type == "channelshuffle" && out.size() == 5 && out[1] != 2 && out[1] > 1 && out[1] * out[2] == channels(in))
+      k.config["GROUPS"] = out[1];
   } else if (type == "bn" || type == "relu" || type == "relu6" || type == "hswish" || type == "swish" ||
              (type == "add" && d.in.size() >= 2)) {
     k.kernel = elementwise_kernel(type, key);

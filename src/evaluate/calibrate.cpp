@@ -363,7 +363,9 @@ Json CalibrationReport::to_json() const {
 }
 
 std::string CalibrationReport::to_table() const {
-  // "with term": in sample; "held out": the network predicted by a term and neighbours that never saw it.
+  // "factor": the whole term's on this network (footprint, kernel cost and kernel scales), so factor ×
+  // Σkernels is "with term"; "with term": in sample; "held out": the network predicted by a term and
+  // neighbours that never saw it.
   std::string out = fmt::format("{:<34} {:>12} {:>10} {:>10} {:>9} {:>12} {:>10} {:>9}\n", "model", "measured(ms)", "Σkernels",
                                 "footprint", "factor", "error before", "with term", "held out");
   for (const auto& m : evaluation.models) {
@@ -374,7 +376,7 @@ std::string CalibrationReport::to_table() const {
     const double term = term_latency(m, composition);
     const auto held = network_out_ms.find(m.name);
     out += fmt::format("{:<34} {:>12.4f} {:>10.4f} {:>8.1f}MB {:>9.3f} {:>+11.1f}% {:>+9.1f}% {:>9}\n", m.name, *m.measured_ms,
-                       *m.kernels_ms, *m.footprint_mb, composition.factor(*m.footprint_mb),
+                       *m.kernels_ms, *m.footprint_mb, term / *m.kernels_ms,
                        100 * (*m.kernels_ms / *m.measured_ms - 1), 100 * (term / *m.measured_ms - 1),
                        held == network_out_ms.end() ? std::string("-")
                                                     : fmt::format("{:+.1f}%", 100 * (held->second / *m.measured_ms - 1)));

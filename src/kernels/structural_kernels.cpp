@@ -3,6 +3,8 @@
 // se follows real MobileNetV3 rather than nn-Meter's TF block: GAP -> 1x1 conv to max(1, CIN/4) -> ReLU ->
 // 1x1 conv to CIN -> hard-sigmoid gate -> Mul with the input. nn-Meter used hswish as the gate, which is
 // not what MobileNetV3 (the network the kernel models) does.
+#include <tuple>
+
 #include "kernels/builtin.h"
 #include "kernels/config_check.h"
 
@@ -92,17 +94,28 @@ BuiltinKernelSpec split_spec() {
   return spec;
 }
 
+// GROUPS is optional (2, ShuffleNetV2's, when absent; ShuffleNet v1 shuffles 3 or more). The features leave it
+// out: a shuffle copies every element once whatever the groups, so predictors built on 2 groups predict any.
 BuiltinKernelSpec channelshuffle_spec() {
   const std::string name = "channelshuffle";
   BuiltinKernelSpec spec{name, Family::CinEven, {}, {}};
-  spec.inputs = [name](const KernelConfig& c) {
-    auto [hw, cin] = hw_cin(c, name, true);
+  auto read = [name](const KernelConfig& c) {
+    int64_t hw = check::hw(c, name), cin = check::channels(c, name, "CIN");
+    const int64_t groups = check::get_optional_int(c, name, "GROUPS", 2, check::kMaxChannels).value_or(2);
+    if (cin % groups != 0)
+      throw Error("kernel '" + name + "' config: CIN must be a multiple of GROUPS (" + std::to_string(groups) +
+                  " channel groups), got " + std::to_string(cin));
+    check::check_tensor(name, "input", 1, {cin, hw, hw});
+    return std::tuple{hw, cin, groups};
+  };
+  spec.inputs = [read](const KernelConfig& c) {
+    auto [hw, cin, groups] = read(c);
     return std::vector<Shape>{{cin, hw, hw}};
   };
-  spec.body = [name](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
-    auto [hw, cin] = hw_cin(c, name, true);
-    // groups = 2: [N, 2, C/2, H, W] -> swap the group axes -> [N, C, H, W].
-    std::string split_shape = g.int64_const("shuffle_shape", {batch, 2, cin / 2, hw, hw});
+  spec.body = [read](onnx_io::GraphBuilder& g, const std::vector<std::string>& in, const KernelConfig& c, int64_t batch) {
+    auto [hw, cin, groups] = read(c);
+    // [N, G, C/G, H, W] -> swap the group axes -> [N, C, H, W], as torchvision's channel_shuffle writes it.
+    std::string split_shape = g.int64_const("shuffle_shape", {batch, groups, cin / groups, hw, hw});
     std::string x = g.node1("Reshape", {in.at(0), split_shape});
     x = g.node1("Transpose", {x}, {onnx_io::attr_ints("perm", {0, 2, 1, 3, 4})});
     std::string flat_shape = g.int64_const("unshuffle_shape", {batch, cin, hw, hw});

@@ -585,9 +585,12 @@ class BuiltinSampler : public ConfigSampler {
           base.erase("STRIDES");
           base.erase("COUT");
         }
+        // CIN moves in whole channel groups: two for split, se and a shuffle, or the shuffle's GROUPS.
+        int64_t groups = 1;
+        if (family_ == Family::CinEven) groups = cfg.contains("GROUPS") ? key(cfg, "GROUPS", 2) : 2;
         for (int64_t cin : channel("CIN")) {
           KernelConfig c = base;
-          c["CIN"] = family_ == Family::CinEven ? make_even(cin) : cin;
+          c["CIN"] = std::max(groups, (cin + groups / 2) / groups * groups);
           out.push_back(std::move(c));
         }
         return out;

@@ -162,6 +162,23 @@ TEST(Detection, ChannelShuffleThroughShapeSubgraphs) {
   EXPECT_EQ(kernel_with_op(ks, "concat").config, (Json{{"HW", 28}, {"CIN1", 29}, {"CIN2", 29}}));
 }
 
+// ShuffleNet v1 shuffles three groups, often over a channel count that two groups cannot split: the config
+// says how many, so the kernel alone is the same shuffle (`evaluate --kernels` builds it).
+TEST(Detection, AShuffleOfThreeGroupsSaysSo) {
+  LayerBuilder b("shuffle3");
+  b.output(b.channel_shuffle(b.relu(b.input("x", {1, 45, 14, 14})), 3));
+  const auto ks = detect_kernels(onnx_to_ir(b.model(), "shuffle3"), cpu_rules());
+  ASSERT_EQ(ops_of(ks), (S{"relu", "channelshuffle"}));
+  const KernelConfig config = kernel_with_op(ks, "channelshuffle").config;
+  EXPECT_EQ(config, (Json{{"HW", 14}, {"CIN", 45}, {"GROUPS", 3}}));
+  onnx::ModelProto alone;
+  ASSERT_TRUE(alone.ParseFromString(find_kernel(Registry(), "channelshuffle").create(Json::object()).kernel->build_onnx(config, 1)));
+  const auto again = detect(alone, cpu_rules());
+  ASSERT_EQ(ops_of(again), (S{"channelshuffle"}));
+  EXPECT_EQ(again[0].config, config);
+  EXPECT_EQ(stand_in_config("channelshuffle", "concat", config), (Json{{"HW", 14}, {"CIN1", 22}, {"CIN2", 23}}));
+}
+
 TEST(Detection, SiblingSlicesAreOneSplit) {
   LayerBuilder b("slices");
   const auto x = b.input("x", {1, 32, 8, 8});

@@ -672,6 +672,12 @@ TEST(CompositionForms, NeighboursAreKeptWhenTheyPredictNetworksHeldOutBetter) {
     ASSERT_NE(row, std::string::npos) << m.name << "\n" << table;
     const std::string held = fmt::format(" {:+.1f}%\n", 100 * (fit.network_out_ms.at(m.name) / *m.measured_ms - 1));
     EXPECT_EQ(table.substr(table.find('\n', row) + 1 - held.size(), held.size()), held) << m.name << "\n" << table;
+    // The factor is the whole term's on the network (kernel cost and scales too): factor × Σkernels = "with term".
+    CompositionModel term = fit.composition;
+    term.neighbours = {};
+    const double with_term = *m.predicted_with(term);
+    EXPECT_TRUE(contains(table.substr(row, table.find('\n', row) - row), fmt::format(" {:.3f} ", with_term / *m.kernels_ms)))
+        << m.name << "\n" << table;
   }
   const auto score = [](const AccuracySummary& s) { return fmt::format("RMSPE {:.1f}%, within ±5% {:.1f}%", s.rmspe, 100 * s.within5); };
   EXPECT_TRUE(contains(table, "each network held out:     " + score(*fit.network_out_term))) << table;

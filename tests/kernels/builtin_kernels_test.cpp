@@ -276,7 +276,9 @@ TEST(BuiltinKernels, BadConfigsAreOneLineErrors) {
   expect_rejected("conv-bn-relu", Json::array({1, 2}), "expected a JSON object");
   expect_rejected("dwconv-bn", with("COUT", 8), "COUT must equal CIN");
   expect_rejected("maxpool", {{"HW", 7}, {"CIN", 4}, {"KERNEL_SIZE", 3}}, "missing key POOL_STRIDES");
-  expect_rejected("channelshuffle", {{"HW", 7}, {"CIN", 5}}, "CIN must be even");
+  expect_rejected("channelshuffle", {{"HW", 7}, {"CIN", 5}}, "CIN must be a multiple of GROUPS (2 channel groups), got 5");
+  expect_rejected("channelshuffle", {{"HW", 7}, {"CIN", 8}, {"GROUPS", 3}}, "CIN must be a multiple of GROUPS (3");
+  expect_rejected("channelshuffle", {{"HW", 7}, {"CIN", 8}, {"GROUPS", 1}}, "GROUPS = 1 is out of range");
   expect_rejected("concat", {{"HW", 7}, {"CIN1", 4}, {"CIN2", 0}}, "CIN2 = 0");
   expect_rejected("concat", {{"HW", 7}, {"CIN1", 4}, {"CIN2", 4}, {"CIN3", 0}, {"CIN4", 2}}, "CIN3 is 0");
   expect_rejected("fc", {{"CIN", 4}}, "missing key COUT");

@@ -69,6 +69,15 @@ TEST(FinegrainedSampling, FamiliesChangeOnlyTheirChannels) {
   }
   for (const auto& c : sampler_for("split")->finegrained_config_sampling(30, {{{"HW", 7}, {"CIN", 30}}}, 2))
     EXPECT_EQ(c["CIN"].get<int>() % 2, 0);
+  // A shuffle of three groups keeps them, in whole groups of channels, and every config builds.
+  auto shuffle = find_kernel(Registry(), "channelshuffle").create(Json::object());
+  const auto shuffles = shuffle.sampler->finegrained_config_sampling(30, {{{"HW", 7}, {"CIN", 45}, {"GROUPS", 3}}}, 2);
+  ASSERT_EQ(shuffles.size(), 30u);
+  for (const auto& c : shuffles) {
+    EXPECT_EQ(c["GROUPS"], 3);
+    EXPECT_EQ(c["CIN"].get<int>() % 3, 0) << c.dump();
+    EXPECT_NO_THROW(shuffle.kernel->build_onnx(c, 1)) << c.dump();
+  }
   auto concat = sampler_for("concat")->finegrained_config_sampling(
       5, {{{"HW", 7}, {"CIN1", 10}, {"CIN2", 100}, {"CIN3", 0}, {"CIN4", 0}}}, 2);
   ASSERT_EQ(concat.size(), 5u);
