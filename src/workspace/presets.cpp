@@ -27,7 +27,8 @@ DRIFT_PROBE_EVERY: 500
 constexpr const char* kQuick = R"YAML(# Preset quick: the main job's predictor (scripts/main-job.sh). Twelve kernels at modest sample counts with one
 # round of fine-grained sampling, calibrated on the 23 networks of the set calibration. On a 2-core VM its build
 # measured the kernels for 9-15 minutes and the calibration networks for 1.5, and the predictor scored the main
-# job's four CNNs within ±10 % 100 % (term fitted in the evaluation's order; bench/RESULTS-main-job.md).
+# job's four CNNs within ±10 % 100 % in four fresh runs of five, 50 % in the fifth (term fitted in the
+# evaluation's order; bench/RESULTS-main-job.md).
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
