@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -21,6 +22,12 @@ namespace {
 // Value sets nn-Meter snaps sampled values to (data_sampler/prior_distribution_sampler.py).
 const std::vector<int64_t> kConvHw = {1, 3, 7, 8, 13, 14, 27, 28, 32, 56, 112, 224};
 const std::vector<int64_t> kHw = {1, 3, 7, 14, 28, 56, 112, 224};
+
+// `hw`, or when `over(hw)` the largest of the ascending `hws` below it that is not (the smallest if all are).
+int64_t largest_hw_within(int64_t hw, const std::vector<int64_t>& hws, const std::function<bool(int64_t)>& over) {
+  for (auto smaller = hws.rbegin(); over(hw) && smaller != hws.rend(); ++smaller) hw = std::min(hw, *smaller);
+  return hw;
+}
 const std::vector<int64_t> kKs = {1, 3, 5, 7};
 const std::vector<int64_t> kConvStrides = {1, 2, 4};
 const std::vector<int64_t> kStrides = {1, 2};
@@ -180,10 +187,31 @@ class BuiltinSampler : public ConfigSampler {
     for (size_t i = 0; i < static_cast<size_t>(n); ++i)
       out.push_back({{"HW", hws[i]}, {"CIN", cins[i]}, {"COUT", couts[i]}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]}});
     align_channels(out, align_rng);
+    within_largest_layer(out, t);
     mix_in_rows(out, "conv.csv",
                 {{"input_h", "HW"}, {"cin", "CIN"}, {"cout", "COUT"}, {"ks", "KERNEL_SIZE"}, {"stride", "STRIDES"}}, rng);
     add_stems(out, rng);
     return out;
+  }
+
+  // HW, CIN, COUT and KERNEL_SIZE drawn apart multiply into layers no network has: 21 of a `quick` build's 292 conv
+  // samples were larger than the prior library's largest layer (VGG's 3.7 GFLOP), up to 374 GFLOP and 3.4 s a run,
+  // and took most of the kernel's measuring time, while the regressor retrained without them predicted the main
+  // job's conv layers as well or better (bench/results/quick-conv-samples-2026-12-05/summary.md). Such a sample
+  // gets a smaller HW, as the grouped convs' do; its other keys and every other sample stay the seed's.
+  static void within_largest_layer(std::vector<KernelConfig>& out, const PriorTable& t) {
+    auto macs = [](double hw, double cin, double cout, double k, double s) { return (hw / s) * (hw / s) * cin * cout * k * k; };
+    double largest = 0;
+    for (size_t r = 0; r < t.rows(); ++r)
+      largest = std::max(largest, macs(t.column("input_h")[r], t.column("cin")[r], t.column("cout")[r], t.column("ks")[r],
+                                       t.column("stride")[r]));
+    for (KernelConfig& c : out) {
+      auto over = [&](int64_t hw) {
+        return macs(static_cast<double>(hw), c["CIN"].get<double>(), c["COUT"].get<double>(), c["KERNEL_SIZE"].get<double>(),
+                    c["STRIDES"].get<double>()) > largest;
+      };
+      c["HW"] = largest_hw_within(c["HW"].get<int64_t>(), kConvHw, over);
+    }
   }
 
   // STEM_SAMPLES: a network's first conv reads the 3-channel image at full resolution, and its speed per FLOP is
@@ -271,9 +299,7 @@ class BuiltinSampler : public ConfigSampler {
       // HW and CIN are drawn apart, so a wide layer could come out at 224 x 224: 14 of 113 samples of a build
       // beyond this bound took 86 % of the kernel's measuring time (up to 377 ms a run). torchvision's grouped
       // layers stay within it (ResNeXt-101 32x8d: 256 channels at 56 x 56); a wider layer gets a smaller HW.
-      int64_t hw = hws[i];
-      for (auto smaller = kHw.rbegin(); hw * hw * cin > kMaxGroupedActivation && smaller != kHw.rend(); ++smaller)
-        hw = std::min(hw, *smaller);
+      const int64_t hw = largest_hw_within(hws[i], kHw, [&](int64_t h) { return h * h * cin > kMaxGroupedActivation; });
       out.push_back({{"HW", hw}, {"CIN", cin}, {"COUT", cout}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]},
                      {"GROUPS", groups}});
     }

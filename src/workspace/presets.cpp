@@ -26,9 +26,9 @@ DRIFT_PROBE_EVERY: 500
 
 constexpr const char* kQuick = R"YAML(# Preset quick: the main job's predictor (scripts/main-job.sh). Twelve kernels at modest sample counts with one
 # round of fine-grained sampling, calibrated on the 23 networks of the set calibration. On a 2-core VM its build
-# measured the kernels for 9-15 minutes and the calibration networks for 1.5, and the predictor scored the main
-# job's four CNNs within ±10 % 100 % in four fresh runs of five, 50 % in the fifth (term fitted in the
-# evaluation's order; bench/RESULTS-main-job.md).
+# measured the kernels for 9-15 minutes and the calibration networks for 1.5. With 120 conv samples the predictor
+# scored the main job's four CNNs within ±10 % 100 % in four fresh runs of five, 50 % in the fifth; with 240, 75 %
+# in its first run (MobileNetV3 +11.8 %; term fitted in the evaluation's order; bench/RESULTS-main-job.md).
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
@@ -45,8 +45,13 @@ REGRESSOR: gbdt
 # Measured by the repeat protocol once the kernels are trained; the composition term is fitted on them. None of
 # them is in the sets evaluation or main-job.
 CALIBRATION_NETWORKS: [calibration]
+# The conv kernel carries most of a dense network's time, and at a few hundred samples its regressor still
+# moves with the samples it gets: retrained on 120 of one machine's conv samples, it put ResNet-18's convs at
+# +7.5 % (sd 3.9) of their time alone, on 240 at +3.2 % (sd 1.7). Since conv samples stay within the largest real
+# layer (docs/cli-sampling.md), 240 drawn (277 with the fine-grained round) took 4.1 minutes to measure where 120
+# (173) had taken 3.9 (bench/results/quick-conv-samples-2026-12-05/summary.md).
 KERNELS:
-  conv-bn-relu:   {INIT_SAMPLE_NUM: 120, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
+  conv-bn-relu:   {INIT_SAMPLE_NUM: 240, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   fc:             {INIT_SAMPLE_NUM: 40, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   maxpool:        {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
@@ -66,7 +71,9 @@ constexpr const char* kAccurate = R"YAML(# Preset accurate: the predictor of the
 # evaluation (none of them in those sets) within ±10 % 100 %, ±5 % 89 %, RMSPE 3.0 %; torchvision's own
 # models of families in no set within ±10 % 100 %, ±5 % 87.5 %, with gconv-bn-relu (measured in a resumed build;
 # without it 75 % and 50 %). The build took 56 minutes on a 2-core VM (46 on a quiet day), gconv-bn-relu 2.2 more;
-# measuring the 135 at 5 repeats is part of it (the 55 and the 135 at 20 repeats took 25-37 more).
+# measuring the 135 at 5 repeats is part of it (the 55 and the 135 at 20 repeats took 25-37 more). Those builds
+# drew conv samples beyond the largest real layer, which samples no longer are (docs/cli-sampling.md): a build
+# now measures for less.
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1

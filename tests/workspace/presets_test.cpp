@@ -75,7 +75,7 @@ PredictorBuildConfig typed(const std::string& preset) {
 TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   const PredictorBuildConfig quick = typed("quick");
   EXPECT_EQ(quick.kernels.size(), 12u);
-  EXPECT_EQ(quick.kernel("conv-bn-relu").init_sample_num, 120);
+  EXPECT_EQ(quick.kernel("conv-bn-relu").init_sample_num, 240);
   EXPECT_EQ(quick.kernel("conv-bn-relu").iteration, 2);
   EXPECT_EQ(quick.prior_rows, 0.3);
   EXPECT_TRUE(quick.prior_rows_exclude.empty()) << "what to leave out depends on what a user evaluates on";
