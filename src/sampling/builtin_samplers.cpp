@@ -22,18 +22,18 @@ namespace {
 // Value sets nn-Meter snaps sampled values to (data_sampler/prior_distribution_sampler.py).
 const std::vector<int64_t> kConvHw = {1, 3, 7, 8, 13, 14, 27, 28, 32, 56, 112, 224};
 const std::vector<int64_t> kHw = {1, 3, 7, 14, 28, 56, 112, 224};
-
-// `hw`, or when `over(hw)` the largest of the ascending `hws` below it that is not (the smallest if all are).
-int64_t largest_hw_within(int64_t hw, const std::vector<int64_t>& hws, const std::function<bool(int64_t)>& over) {
-  for (auto smaller = hws.rbegin(); over(hw) && smaller != hws.rend(); ++smaller) hw = std::min(hw, *smaller);
-  return hw;
-}
 const std::vector<int64_t> kKs = {1, 3, 5, 7};
 const std::vector<int64_t> kConvStrides = {1, 2, 4};
 const std::vector<int64_t> kStrides = {1, 2};
 const std::vector<int64_t> kPoolHw = {14, 28, 56, 112, 224};
 const std::vector<int64_t> kPoolKs = {2, 3};
 const std::vector<int64_t> kConcatHw = {7, 14, 28, 56};
+
+// `hw`, or when `over(hw)` the largest of the ascending `hws` below it that is not (the smallest if all are).
+int64_t largest_hw_within(int64_t hw, const std::vector<int64_t>& hws, const std::function<bool(int64_t)>& over) {
+  for (auto smaller = hws.rbegin(); over(hw) && smaller != hws.rend(); ++smaller) hw = std::min(hw, *smaller);
+  return hw;
+}
 
 // Fixed shares of frequent values: int(share * r) copies of each value but the last, which takes the
 // remainder so the list has exactly r entries.
@@ -205,6 +205,7 @@ class BuiltinSampler : public ConfigSampler {
     for (size_t r = 0; r < t.rows(); ++r)
       largest = std::max(largest, macs(t.column("input_h")[r], t.column("cin")[r], t.column("cout")[r], t.column("ks")[r],
                                        t.column("stride")[r]));
+    if (largest <= 0) return;  // a library without conv rows bounds nothing
     for (KernelConfig& c : out) {
       auto over = [&](int64_t hw) {
         return macs(static_cast<double>(hw), c["CIN"].get<double>(), c["COUT"].get<double>(), c["KERNEL_SIZE"].get<double>(),
