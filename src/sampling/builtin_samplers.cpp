@@ -205,7 +205,6 @@ class BuiltinSampler : public ConfigSampler {
     for (size_t r = 0; r < t.rows(); ++r)
       largest = std::max(largest, macs(t.column("input_h")[r], t.column("cin")[r], t.column("cout")[r], t.column("ks")[r],
                                        t.column("stride")[r]));
-    if (largest <= 0) return;  // a library without conv rows bounds nothing
     for (KernelConfig& c : out) {
       auto over = [&](int64_t hw) {
         return macs(static_cast<double>(hw), c["CIN"].get<double>(), c["COUT"].get<double>(), c["KERNEL_SIZE"].get<double>(),
