@@ -22,29 +22,42 @@ inline constexpr const char* kCompositionFile = "composition.json";  // in the p
 // The calibration networks most like a network correct what the term leaves: networks of one architecture
 // share how they run against their kernels beyond what their footprint says (fused ops the kernels count
 // apart, memory-bound layers slowed by the layers before them), and a network's mix of kernel types says
-// which architecture it resembles. A network is a point (the share of each predictor kernel in its Σ predicted
+// which architecture it resembles. A network is a point (the share of each kernel as detected in its Σ predicted
 // kernels, footprint_weight · ln footprint_mb); the correction is the median, or the inverse-distance mean,
 // of the residuals (measured / the term's prediction) of the k calibration networks nearest to it. Calibrate
 // chooses k, the weight and the statistic by predicting each calibration network from the others, and keeps
 // none (k = 0) unless that beats the term alone.
+//
+// The mix is by kernel as detected, not by the regressor that predicts it: a predictor without swish kernels
+// predicts EfficientNet's conv-swish with conv-bn-relu, and by regressor its mix (SE, dwconv, an activation
+// conv-bn-relu stands in for) looked like MobileNetV3's, whose prediction then took EfficientNet's residual
+// (bench/results/main-job-2026-12-05/neighbours-mix.txt). Files of format_version 2-5 were calibrated with the
+// mix by predictor kernel and are read so (mix_of).
 struct CompositionNeighbour {
   std::string model;
   double footprint_mb = 0;
-  std::map<std::string, double> mix;  // predictor kernel → share of the network's Σ predicted kernels
+  std::map<std::string, double> mix;  // kernel (mix_of) → share of the network's Σ predicted kernels
   double residual = 1;                // measured / predicted by the term
+};
+// A network's Σ predicted ms per predictor kernel (what kernel scales apply to) and per kernel as detected (an
+// element-wise op without a kernel of its own by its op), the neighbours' mix.
+struct KernelSums {
+  std::map<std::string, double> by_predictor_kernel, by_kernel;
 };
 struct NeighbourCorrection {
   enum class Statistic { Median, InverseDistance };
+  enum class MixOf { Kernel, PredictorKernel };  // PredictorKernel: files of format_version 2-5
   int k = 0;  // 0: no correction
   double footprint_weight = 0;
   Statistic statistic = Statistic::Median;
+  MixOf mix_of = MixOf::Kernel;
   std::vector<CompositionNeighbour> networks;
-  // kernels_by_type: Σ predicted ms per predictor kernel of the network. 1 with k = 0.
-  double factor(const std::map<std::string, double>& kernels_by_type, double footprint_mb) const;
+  // 1 with k = 0.
+  double factor(const KernelSums& sums, double footprint_mb) const;
 };
 std::string to_string(NeighbourCorrection::Statistic s);  // "median" | "inverse_distance"
-// Each predictor kernel's share of Σ kernels_by_type (empty when that is 0).
-std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type);
+// Each key's share of Σ ms_by_key (empty when that is 0).
+std::map<std::string, double> kernel_mix(const std::map<std::string, double>& ms_by_key);
 
 // latency = Σ unscaled kernels + (Σ other kernels, each type × its kernel scale, − kernel_cost_ms · their count)
 //           × exp(c0 + c1 · ln(footprint_mb)),
@@ -78,9 +91,9 @@ struct CompositionModel {
                  const std::map<std::string, double>& kernels_by_type) const;
   // A network's prediction: the term, the neighbours' correction and the level.
   double predict(double kernels_ms, double unscaled_ms, double footprint_mb, double scaled_kernels,
-                 const std::map<std::string, double>& kernels_by_type) const {
-    return latency(kernels_ms, unscaled_ms, footprint_mb, scaled_kernels, kernels_by_type) *
-           neighbours.factor(kernels_by_type, footprint_mb) * level;
+                 const KernelSums& sums) const {
+    return latency(kernels_ms, unscaled_ms, footprint_mb, scaled_kernels, sums.by_predictor_kernel) *
+           neighbours.factor(sums, footprint_mb) * level;
   }
   // "x0.993 at 16.6 MB … x1.090 at 179 MB[, fc unscaled][, 4.5 µs less a kernel][, 13 kernel scales x0.78
   // (conv-bn-swish) … x1.32 (dwconv-bn-relu)][; the 7 nearest of 72

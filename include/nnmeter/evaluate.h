@@ -69,11 +69,13 @@ struct ModelEvaluation {
   // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
   std::optional<double> kernels_ms, footprint_mb;
   std::map<std::string, double> kernels_ms_by_type;  // Σ predicted ms per predictor kernel (calibrate's forms)
+  std::map<std::string, double> kernels_ms_by_kernel;  // Σ predicted ms per kernel as detected (the neighbours' mix)
   std::map<std::string, double> kernel_count_by_type;  // kernel uses per predictor kernel, a grouped conv's groups each
   // Kernels predicted by another kernel's regressor ("kernel -> stand-in" → count), and ops no predictor counts.
   std::map<std::string, size_t> stand_ins;
   size_t uncovered_ops = 0;
   double kernels_ms_of(const std::set<std::string>& predictor_kernels) const;  // Σ of these in kernels_ms_by_type
+  KernelSums kernel_sums() const { return {kernels_ms_by_type, kernels_ms_by_kernel}; }
   double kernel_count_without(const std::set<std::string>& predictor_kernels) const;  // kernel uses of all others
   // The prediction with a composition term: its unscaled kernels as predicted, the rest scaled by its factor
   // (nullopt without kernels and footprint).

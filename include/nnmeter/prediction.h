@@ -81,6 +81,7 @@ struct ModelPrediction {
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share
   // "kernel -> stand-in" (an element-wise op's kernel is its op) → how many of the kernels were predicted so.
   std::map<std::string, size_t> stand_ins() const;
+  KernelSums kernel_sums() const;  // Σ latency_ms of the predicted kernels per predictor kernel and per kernel
   Json to_json() const;
 };
 

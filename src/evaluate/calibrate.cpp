@@ -91,7 +91,7 @@ double term_latency(const ModelEvaluation& m, const CompositionModel& term) {
 }
 
 CompositionNeighbour neighbour(const ModelEvaluation& m, const CompositionModel& term) {
-  return {m.name, *m.footprint_mb, kernel_mix(m.kernels_ms_by_type), *m.measured_ms / term_latency(m, term)};
+  return {m.name, *m.footprint_mb, kernel_mix(m.kernels_ms_by_kernel), *m.measured_ms / term_latency(m, term)};
 }
 
 // Every candidate correction judged by predicting each network with a term fitted on the others and the
@@ -132,7 +132,7 @@ void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatist
     const double base = *held->predicted_with(without);
     for (auto& c : candidates) {
       c.correction.networks = others;
-      c.predicted_ms[held->name] = base * c.correction.factor(held->kernels_ms_by_type, *held->footprint_mb);
+      c.predicted_ms[held->name] = base * c.correction.factor(held->kernel_sums(), *held->footprint_mb);
     }
   }
   const auto summary = [&](const Candidate& c) {

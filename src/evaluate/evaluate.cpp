@@ -104,7 +104,7 @@ double ModelEvaluation::kernel_count_without(const std::set<std::string>& predic
 std::optional<double> ModelEvaluation::predicted_with(const CompositionModel& composition) const {
   if (!kernels_ms || !footprint_mb) return std::nullopt;
   return composition.predict(*kernels_ms, kernels_ms_of(composition.unscaled_kernels), *footprint_mb,
-                             kernel_count_without(composition.unscaled_kernels), kernels_ms_by_type);
+                             kernel_count_without(composition.unscaled_kernels), kernel_sums());
 }
 
 std::optional<double> ModelEvaluation::relative_error() const {
@@ -265,11 +265,11 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
       m.footprint_mb = p.footprint_mb;
       m.stand_ins = p.stand_ins();
       m.uncovered_ops = p.uncovered.size();
+      KernelSums sums = p.kernel_sums();
+      m.kernels_ms_by_type = std::move(sums.by_predictor_kernel);
+      m.kernels_ms_by_kernel = std::move(sums.by_kernel);
       for (const KernelPrediction& k : p.kernels)
-        if (!k.predictor_kernel.empty()) {
-          m.kernels_ms_by_type[k.predictor_kernel] += k.latency_ms;
-          m.kernel_count_by_type[k.predictor_kernel] += static_cast<double>(k.groups);
-        }
+        if (!k.predictor_kernel.empty()) m.kernel_count_by_type[k.predictor_kernel] += static_cast<double>(k.groups);
       if (settings.kernels && i < evaluated)
         for (const KernelPrediction& k : p.kernels) {
           if (k.predictor_kernel.empty()) continue;
@@ -396,6 +396,7 @@ Json EvaluateReport::to_json() const {
       if (m.kernels_ms) j["kernels_ms"] = *m.kernels_ms;
       if (m.footprint_mb) j["footprint_mb"] = *m.footprint_mb;
       if (!m.kernels_ms_by_type.empty()) j["kernels_ms_by_type"] = m.kernels_ms_by_type;
+      if (!m.kernels_ms_by_kernel.empty()) j["kernels_ms_by_kernel"] = m.kernels_ms_by_kernel;
       if (!m.kernel_count_by_type.empty()) j["kernel_count_by_type"] = m.kernel_count_by_type;
       if (!m.stand_ins.empty()) j["stand_ins"] = m.stand_ins;
       if (m.uncovered_ops > 0) j["uncovered_ops"] = m.uncovered_ops;

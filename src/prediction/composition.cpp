@@ -50,12 +50,12 @@ double CompositionModel::factor(double footprint_mb) const {
   return std::exp(c0 + c1 * std::log(f));
 }
 
-std::map<std::string, double> kernel_mix(const std::map<std::string, double>& kernels_by_type) {
+std::map<std::string, double> kernel_mix(const std::map<std::string, double>& ms_by_key) {
   double total = 0;
-  for (const auto& [kernel, ms] : kernels_by_type) total += ms;
+  for (const auto& [key, ms] : ms_by_key) total += ms;
   std::map<std::string, double> mix;
   if (total > 0)
-    for (const auto& [kernel, ms] : kernels_by_type) mix[kernel] = ms / total;
+    for (const auto& [key, ms] : ms_by_key) mix[key] = ms / total;
   return mix;
 }
 
@@ -78,11 +78,14 @@ double mix_distance2(const std::map<std::string, double>& a, const std::map<std:
   return d;
 }
 
-NeighbourCorrection neighbours_from_json(const Json& j, const std::function<Error(const std::string&)>& bad) {
+NeighbourCorrection neighbours_from_json(const Json& j, NeighbourCorrection::MixOf mix_of,
+                                         const std::function<Error(const std::string&)>& bad) {
   const auto it = j.find("neighbours");
-  if (it == j.end() || !it->is_object()) throw bad("format_version 2 needs a 'neighbours' object");
+  if (it == j.end() || !it->is_object())
+    throw bad(fmt::format("format_version {} needs a 'neighbours' object", j.at("format_version").dump()));
   const Json& o = *it;
   NeighbourCorrection c;
+  c.mix_of = mix_of;
   const auto k = o.find("k");
   if (k == o.end() || !k->is_number_integer() || k->get<int64_t>() < 1) throw bad("'neighbours.k' must be an integer >= 1");
   const auto w = o.find("footprint_weight");
@@ -122,9 +125,9 @@ NeighbourCorrection neighbours_from_json(const Json& j, const std::function<Erro
 
 }  // namespace
 
-double NeighbourCorrection::factor(const std::map<std::string, double>& kernels_by_type, double footprint_mb) const {
+double NeighbourCorrection::factor(const KernelSums& sums, double footprint_mb) const {
   if (k <= 0 || !(footprint_mb > 0)) return 1;
-  const auto mix = kernel_mix(kernels_by_type);
+  const auto mix = kernel_mix(mix_of == MixOf::Kernel ? sums.by_kernel : sums.by_predictor_kernel);
   std::vector<std::pair<double, double>> by_distance;  // (distance, residual)
   for (const auto& n : networks) {
     const double df = footprint_weight * (std::log(footprint_mb) - std::log(n.footprint_mb));
@@ -162,9 +165,10 @@ std::string CompositionModel::describe() const {
                        hi->second, hi->first);
   }
   if (neighbours.k > 0)
-    out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g})", neighbours.k,
+    out += fmt::format("; corrected by the {} nearest of {} calibration networks ({}, footprint weight {:g}{})", neighbours.k,
                        neighbours.networks.size(), neighbours.statistic == NeighbourCorrection::Statistic::Median
-                                                       ? "median" : "inverse-distance mean", neighbours.footprint_weight);
+                                                       ? "median" : "inverse-distance mean", neighbours.footprint_weight,
+                       neighbours.mix_of == NeighbourCorrection::MixOf::Kernel ? "" : ", mix by predictor kernel");
   if (level != 1) out += fmt::format("; re-levelled x{:.3f}", level);
   return out;
 }
@@ -223,8 +227,10 @@ Json CompositionModel::to_json() const {
   if (neighbours.k > 0) {
     // Version 2: a reader that knows only the term must refuse the file rather than predict without the correction.
     if (out["format_version"] == 1) out["format_version"] = 2;
+    const bool by_kernel = neighbours.mix_of == NeighbourCorrection::MixOf::Kernel;
     out["form"] = out["form"].get<std::string>() + ", times the median or inverse-distance mean of the residuals "
-                  "(measured / term) of the k calibration networks nearest in kernel mix and footprint";
+                  "(measured / term) of the k calibration networks nearest in kernel mix (each " +
+                  (by_kernel ? "kernel as detected" : "predictor kernel") + "'s share of the kernels' sum) and footprint";
     Json networks = Json::array();
     for (const auto& n : neighbours.networks)
       networks.push_back({{"model", n.model}, {"footprint_mb", n.footprint_mb}, {"residual", n.residual}, {"mix", n.mix}});
@@ -232,6 +238,16 @@ Json CompositionModel::to_json() const {
                          {"footprint_weight", neighbours.footprint_weight},
                          {"statistic", to_string(neighbours.statistic)},
                          {"networks", std::move(networks)}};
+    if (by_kernel) {
+      // Version 6: mixes by kernel as detected; a reader of versions 2-5 would compare them with mixes by predictor
+      // kernel, so it must refuse the file. It carries the level and the kernel cost as version 4 does, and kernel
+      // scales when fitted.
+      out["format_version"] = 6;
+      out["level"] = level;
+      out["relevel"] = relevel;
+      out["kernel_cost_ms"] = kernel_cost_ms;
+      out["neighbours"]["mix_of"] = "kernel";
+    }
   }
   return out;
 }
@@ -242,8 +258,8 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
   };
   if (!j.is_object()) throw bad("not a JSON object");
   const Json version = j.value("format_version", Json());
-  if (version != Json(1) && version != Json(2) && version != Json(3) && version != Json(4) && version != Json(5))
-    throw bad("format_version must be 1, 2, 3, 4 or 5");
+  const double v = version.is_number() ? version.get<double>() : 0;
+  if (!(v >= 1 && v <= 6 && v == std::floor(v))) throw bad("format_version must be 1, 2, 3, 4, 5 or 6");
   const auto number = [&](const char* key) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_number() || !std::isfinite(it->get<double>())) throw bad(fmt::format("'{}' must be a finite number", key));
@@ -271,21 +287,24 @@ CompositionModel CompositionModel::from_json(const Json& j, const std::string& o
       m.unscaled_kernels.insert(name.get<std::string>());
     }
   }
-  if (j.contains("neighbours") || version == Json(2)) m.neighbours = neighbours_from_json(j, bad);
-  if (version == Json(3) || version == Json(4) || version == Json(5)) {
+  if (j.contains("neighbours") || v == 2 || v == 6)
+    m.neighbours = neighbours_from_json(
+        j, v == 6 ? NeighbourCorrection::MixOf::Kernel : NeighbourCorrection::MixOf::PredictorKernel, bad);
+  if (v >= 3) {
     m.level = number("level");
     if (!(m.level >= 0.001 && m.level <= 1000)) throw bad(fmt::format("'level' {:.3g} is outside 0.001-1000", m.level));
     m.relevel = j.value("relevel", Json());
   }
-  if (version == Json(4) || version == Json(5)) {
+  if (v >= 4) {
     m.kernel_cost_ms = number("kernel_cost_ms");
     // A kernel costs milliseconds at most on any device this predicts; a second is garbage, not a calibration.
     if (!(std::abs(m.kernel_cost_ms) < 1000)) throw bad(fmt::format("'kernel_cost_ms' {:.3g} is outside ±1000", m.kernel_cost_ms));
   }
-  if (version == Json(5)) {
+  // Version 5 has kernel scales; version 6 has them when they were fitted.
+  if (v == 5 || (v == 6 && j.contains("kernel_scales"))) {
     const auto scales = j.find("kernel_scales");
     if (scales == j.end() || !scales->is_object() || scales->empty())
-      throw bad("format_version 5 needs a 'kernel_scales' object of predictor kernel → scale");
+      throw bad(fmt::format("format_version {:g} needs a 'kernel_scales' object of predictor kernel → scale", v));
     for (const auto& [kernel, scale] : scales->items()) {
       // As for the term: the fit clamps a scale to 0.25-4, so far beyond it the file is garbage.
       if (kernel.empty() || !scale.is_number() || !std::isfinite(scale.get<double>()) || !(scale.get<double>() >= 0.01) ||

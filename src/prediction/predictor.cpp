@@ -260,10 +260,8 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
     }
   }
-  std::map<std::string, double> by_type;
   for (const auto& kp : out.kernels) {
     out.kernels_ms += kp.latency_ms;
-    if (!kp.predictor_kernel.empty()) by_type[kp.predictor_kernel] += kp.latency_ms;
     if (s.composition && s.composition->unscaled_kernels.count(kp.predictor_kernel))
       out.unscaled_ms += kp.latency_ms;
     else if (!kp.predictor_kernel.empty())
@@ -273,9 +271,10 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   out.latency_ms = out.kernels_ms;
   if (s.composition) {
     out.composition_factor = s.composition->factor(out.footprint_mb);
-    out.neighbour_factor = s.composition->neighbours.factor(by_type, out.footprint_mb);
+    const KernelSums sums = out.kernel_sums();
+    out.neighbour_factor = s.composition->neighbours.factor(sums, out.footprint_mb);
     out.level = s.composition->level;
-    out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, out.scaled_kernels, by_type);
+    out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, out.scaled_kernels, sums);
   }
 
   if (const auto stand_ins = out.stand_ins(); !stand_ins.empty()) {
@@ -304,6 +303,16 @@ std::map<std::string, size_t> ModelPrediction::stand_ins() const {
   std::map<std::string, size_t> out;
   for (const auto& k : kernels)
     if (k.stand_in) ++out[fmt::format("{} -> {}", k.kernel.empty() ? k.op : k.kernel, k.predictor_kernel)];
+  return out;
+}
+
+KernelSums ModelPrediction::kernel_sums() const {
+  KernelSums out;
+  for (const auto& k : kernels)
+    if (!k.predictor_kernel.empty()) {
+      out.by_predictor_kernel[k.predictor_kernel] += k.latency_ms;
+      out.by_kernel[k.kernel.empty() ? k.op : k.kernel] += k.latency_ms;
+    }
   return out;
 }
 

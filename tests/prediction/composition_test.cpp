@@ -173,7 +173,7 @@ TEST(Composition, JsonRoundTripsAndBadFilesNameThemselves) {
 TEST(Composition, ALevelIsVersionThreeAndMultipliesThePrediction) {
   CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
   EXPECT_EQ(m.to_json()["format_version"], 1);
-  const double plain = m.predict(2.0, 0.5, 33, 8, {{"conv", 2.0}});
+  const double plain = m.predict(2.0, 0.5, 33, 8, {{{"conv", 2.0}}, {}});
   m.level = 1.25;
   m.relevel = {{"networks", 4}};
   const Json j = m.to_json();
@@ -181,7 +181,7 @@ TEST(Composition, ALevelIsVersionThreeAndMultipliesThePrediction) {
   const CompositionModel back = CompositionModel::from_json(j, "c.json");
   EXPECT_DOUBLE_EQ(back.level, 1.25);
   EXPECT_EQ(back.relevel["networks"], 4);
-  EXPECT_DOUBLE_EQ(back.predict(2.0, 0.5, 33, 8, {{"conv", 2.0}}), 1.25 * plain);
+  EXPECT_DOUBLE_EQ(back.predict(2.0, 0.5, 33, 8, {{{"conv", 2.0}}, {}}), 1.25 * plain);
   EXPECT_TRUE(contains(back.describe(), "re-levelled x1.250"));
   Json bad = j;
   bad["level"] = 5000;
@@ -237,7 +237,7 @@ TEST(Composition, AKernelCostIsFittedAndTakenOffEachKernelBeforeScaling) {
   EXPECT_EQ(j["level"], 1);
   const CompositionModel back = CompositionModel::from_json(j, "c.json");
   EXPECT_DOUBLE_EQ(back.kernel_cost_ms, m.kernel_cost_ms);
-  EXPECT_DOUBLE_EQ(back.predict(3.0, 0.5, 40, 100, {{"conv", 3.0}}), m.predict(3.0, 0.5, 40, 100, {{"conv", 3.0}}));
+  EXPECT_DOUBLE_EQ(back.predict(3.0, 0.5, 40, 100, {{{"conv", 3.0}}, {}}), m.predict(3.0, 0.5, 40, 100, {{{"conv", 3.0}}, {}}));
   const auto err = [&](const std::function<void(Json&)>& edit) {
     Json bad = j;
     edit(bad);
@@ -307,13 +307,14 @@ TEST(Composition, EachKernelTypeCanHaveItsOwnScale) {
 // The neighbours' correction: the residuals of the calibration networks nearest in kernel mix (and, weighted,
 // footprint), by median or inverse-distance mean; none with k = 0.
 TEST(Composition, NeighboursCorrectByTheNearestNetworksResiduals) {
+  const auto kernels = [](std::map<std::string, double> ms) { return KernelSums{{}, std::move(ms)}; };
   NeighbourCorrection c;
   c.networks = {{"conv_a", 10, {{"conv", 1.0}}, 1.12},
                 {"conv_b", 20, {{"conv", 1.0}}, 1.10},
                 {"conv_c", 40, {{"conv", 1.0}}, 1.08},
                 {"dw_a", 20, {{"conv", 0.4}, {"dwconv", 0.6}}, 0.90},
                 {"dw_b", 30, {{"conv", 0.5}, {"dwconv", 0.5}}, 0.92}};
-  const std::map<std::string, double> convs = {{"conv", 5.0}};
+  const KernelSums convs = kernels({{"conv", 5.0}});
   EXPECT_EQ(c.factor(convs, 20), 1);  // k = 0
   c.k = 3;
   EXPECT_DOUBLE_EQ(c.factor(convs, 20), 1.10);  // the three conv networks: median
@@ -326,7 +327,7 @@ TEST(Composition, NeighboursCorrectByTheNearestNetworksResiduals) {
   EXPECT_DOUBLE_EQ(c.factor(convs, 40), 1.08);
   // A network like the dwconv ones (shares, not milliseconds, are compared) takes their residuals.
   c.k = 2;
-  EXPECT_DOUBLE_EQ(c.factor({{"conv", 1.8}, {"dwconv", 2.2}}, 25), (0.90 + 0.92) / 2);
+  EXPECT_DOUBLE_EQ(c.factor(kernels({{"conv", 1.8}, {"dwconv", 2.2}}), 25), (0.90 + 0.92) / 2);
   // Inverse-distance mean: a network equal to a calibration one is dominated by its residual.
   c.statistic = NeighbourCorrection::Statistic::InverseDistance;
   c.k = 5;
@@ -336,7 +337,19 @@ TEST(Composition, NeighboursCorrectByTheNearestNetworksResiduals) {
   EXPECT_TRUE(kernel_mix({}).empty());
 }
 
-TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
+// The mix is by kernel as detected: a network of swish convs that the relu regressors predict is near the swish
+// networks, not the relu ones; a file of format_version 2-5 compares mixes by predictor kernel as it was fitted.
+TEST(Composition, NeighboursMixIsByKernelAsDetected) {
+  NeighbourCorrection c;
+  c.k = 1;
+  c.networks = {{"relu_net", 20, {{"conv-bn-relu", 1.0}}, 0.93}, {"swish_net", 20, {{"conv-swish", 1.0}}, 1.15}};
+  const KernelSums swish_by_relu{{{"conv-bn-relu", 4.0}}, {{"conv-swish", 4.0}}};
+  EXPECT_DOUBLE_EQ(c.factor(swish_by_relu, 20), 1.15);
+  c.mix_of = NeighbourCorrection::MixOf::PredictorKernel;
+  EXPECT_DOUBLE_EQ(c.factor(swish_by_relu, 20), 0.93);
+}
+
+TEST(Composition, NeighboursRoundTripAsVersionSixAndBadOnesAreRefused) {
   CompositionModel m = fit_composition({{1, 1.05, 4}, {1, 1.1, 20}, {1, 1.12, 60}, {1, 1.2, 150}});
   EXPECT_EQ(m.to_json()["format_version"], 1);  // no neighbours: files older readers take
   m.neighbours.k = 2;
@@ -344,20 +357,48 @@ TEST(Composition, NeighboursRoundTripAsVersionTwoAndBadOnesAreRefused) {
   m.neighbours.statistic = NeighbourCorrection::Statistic::InverseDistance;
   m.neighbours.networks = {{"a", 10, {{"conv", 1.0}}, 1.1}, {"b", 50, {{"conv", 0.5}, {"fc", 0.5}}, 0.95}};
   const Json j = m.to_json();
-  EXPECT_EQ(j["format_version"], 2);  // a reader of version 1 refuses it instead of predicting without it
+  // A reader of versions 1-5 refuses it instead of predicting without it, or with mixes by predictor kernel.
+  EXPECT_EQ(j["format_version"], 6);
+  EXPECT_EQ(j["neighbours"]["mix_of"], "kernel");
   const CompositionModel back = CompositionModel::from_json(j, "c.json");
   EXPECT_EQ(back.neighbours.k, 2);
   EXPECT_EQ(back.neighbours.networks.size(), 2u);
-  EXPECT_DOUBLE_EQ(back.neighbours.factor({{"conv", 2}, {"fc", 1}}, 30), m.neighbours.factor({{"conv", 2}, {"fc", 1}}, 30));
-  EXPECT_TRUE(contains(m.describe(), "the 2 nearest of 2 calibration networks (inverse-distance mean"));
+  EXPECT_EQ(back.neighbours.mix_of, NeighbourCorrection::MixOf::Kernel);
+  EXPECT_EQ(back.kernel_scales.size(), 0u);
+  const KernelSums sums{{{"conv", 1}}, {{"conv", 2}, {"fc", 1}}};
+  EXPECT_DOUBLE_EQ(back.neighbours.factor(sums, 30), m.neighbours.factor(sums, 30));
+  EXPECT_TRUE(contains(m.describe(), "the 2 nearest of 2 calibration networks (inverse-distance mean, footprint weight 0.1)"));
+  // With kernel scales, a kernel cost and a level they all come back.
+  CompositionModel full = m;
+  full.kernel_scales = {{"conv", 1.2}};
+  full.kernel_cost_ms = 0.004;
+  full.level = 1.05;
+  const CompositionModel full_back = CompositionModel::from_json(full.to_json(), "c.json");
+  EXPECT_EQ(full.to_json()["format_version"], 6);
+  EXPECT_EQ(full_back.kernel_scales, full.kernel_scales);
+  EXPECT_DOUBLE_EQ(full_back.kernel_cost_ms, 0.004);
+  EXPECT_DOUBLE_EQ(full_back.level, 1.05);
+
+  // Calibrated with mixes by predictor kernel (versions 2-5): read and re-written so (calibrate --refresh).
+  CompositionModel old = m;
+  old.neighbours.mix_of = NeighbourCorrection::MixOf::PredictorKernel;
+  EXPECT_EQ(old.to_json()["format_version"], 2);
+  const CompositionModel old_back = CompositionModel::from_json(old.to_json(), "c.json");
+  EXPECT_EQ(old_back.neighbours.mix_of, NeighbourCorrection::MixOf::PredictorKernel);
+  EXPECT_DOUBLE_EQ(old_back.neighbours.factor(sums, 30), old.neighbours.factor(sums, 30));
+  EXPECT_NE(old_back.neighbours.factor(sums, 30), back.neighbours.factor(sums, 30));
+  EXPECT_TRUE(contains(old.describe(), "footprint weight 0.1, mix by predictor kernel)"));
 
   const auto err = [&](const std::function<void(Json&)>& edit) {
     Json bad = j;
     edit(bad);
     return error_of([&] { CompositionModel::from_json(bad, "/p/composition.json"); });
   };
-  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 6; }), "format_version must be 1, 2, 3, 4 or 5"));
-  EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 2 needs a 'neighbours' object"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 7; }), "format_version must be 1, 2, 3, 4, 5 or 6"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["format_version"] = 2.5; }), "format_version must be 1, 2, 3, 4, 5 or 6"));
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("neighbours"); }), "format_version 6 needs a 'neighbours' object"));
+  EXPECT_TRUE(contains(err([](Json& x) { x.erase("level"); }), "'level' must be a finite number"));
+  EXPECT_TRUE(contains(err([](Json& x) { x["kernel_scales"] = Json::object(); }), "format_version 6 needs a 'kernel_scales' object"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 0; }), "'neighbours.k' must be an integer >= 1"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["k"] = 3; }), "at least k networks"));
   EXPECT_TRUE(contains(err([](Json& x) { x["neighbours"]["footprint_weight"] = -1; }), "footprint_weight"));
@@ -423,15 +464,19 @@ TEST(Composition, PredictorFolderAppliesItsTerm) {
 
   // With neighbours: the term's prediction times their correction for this network's kernel mix.
   CompositionModel with_neighbours = m;
+  // The network's mix by kernel as detected (relu6 convs) differs from its mix by predictor kernel (the relu
+  // regressors predict them): a calibration network of each mix, and the one of its mix as detected is the nearest.
+  const KernelSums sums = plain.kernel_sums();
+  ASSERT_NE(kernel_mix(sums.by_kernel), kernel_mix(sums.by_predictor_kernel));
+  double by_kernel_ms = 0;
+  for (const auto& [kernel, ms] : sums.by_kernel) by_kernel_ms += ms;
+  EXPECT_DOUBLE_EQ(by_kernel_ms, plain.kernels_ms);
   with_neighbours.neighbours.k = 1;
-  with_neighbours.neighbours.networks = {{"convs", 10, {{"conv-bn-relu", 1.0}}, 1.3}, {"like_it", 10, kernel_mix({{"conv-bn-relu", 3}, {"dwconv-bn-relu", 1}}), 0.8}};
+  with_neighbours.neighbours.networks = {{"by_regressor", 10, kernel_mix(sums.by_predictor_kernel), 1.3},
+                                         {"like_it", 10, kernel_mix(sums.by_kernel), 0.8}};
   io::save_json_file(folder / kCompositionFile, with_neighbours.to_json());
   const ModelPrediction n = LatencyPredictor::from_folder(folder).predict_ir(ir);
-  std::map<std::string, double> by_type;
-  for (const auto& k : n.kernels)
-    if (!k.predictor_kernel.empty()) by_type[k.predictor_kernel] += k.latency_ms;
-  EXPECT_DOUBLE_EQ(n.neighbour_factor, with_neighbours.neighbours.factor(by_type, n.footprint_mb));
-  EXPECT_TRUE(n.neighbour_factor == 1.3 || n.neighbour_factor == 0.8);
+  EXPECT_DOUBLE_EQ(n.neighbour_factor, 0.8);
   EXPECT_DOUBLE_EQ(n.latency_ms, p.latency_ms * n.neighbour_factor);
   EXPECT_DOUBLE_EQ(n.to_json()["neighbour_factor"].get<double>(), n.neighbour_factor);
   EXPECT_EQ(p.neighbour_factor, 1);
