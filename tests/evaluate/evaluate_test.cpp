@@ -258,6 +258,10 @@ TEST_F(EvaluateCli, CalibrateFitsTheCompositionAndEvaluateUsesIt) {
   for (const Json& m : d["evaluation"]["models"]) {
     EXPECT_GT(m["footprint_mb"].get<double>(), 0) << m.dump();
     EXPECT_GT(m["kernels_ms_by_type"]["fc"].get<double>(), 0) << m.dump();
+    // The same kernels by kernel as detected (the neighbours' mix): the sum again.
+    double by_kernel = 0;
+    for (const auto& [kernel, ms] : m["kernels_ms_by_kernel"].items()) by_kernel += ms.get<double>();
+    EXPECT_NEAR(by_kernel, m["kernels_ms"].get<double>(), 1e-9 * by_kernel) << m.dump();
     log_sum += std::log((m["measured_ms"].get<double>() - unscaled(m)) / (m["kernels_ms"].get<double>() - unscaled(m)));
   }
   EXPECT_EQ(d["composition"]["c1"], 0);
