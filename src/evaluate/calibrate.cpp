@@ -130,9 +130,10 @@ void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatist
     for (const ModelEvaluation* m : use)
       if (m != held) others.push_back(neighbour(*m, without));
     const double base = *held->predicted_with(without);
+    const KernelSums sums = held->kernel_sums();  // a copy of both maps: once per network, not per candidate
     for (auto& c : candidates) {
       c.correction.networks = others;
-      c.predicted_ms[held->name] = base * c.correction.factor(held->kernel_sums(), *held->footprint_mb);
+      c.predicted_ms[held->name] = base * c.correction.factor(sums, *held->footprint_mb);
     }
   }
   const auto summary = [&](const Candidate& c) {

@@ -200,6 +200,12 @@ Json CompositionModel::to_json() const {
               {"footprint_mb_range", {footprint_min_mb, footprint_max_mb}},
               {"unscaled_kernels", unscaled_kernels},
               {"calibration", calibration}};
+  // Versions 5 and 6 carry the level (1 if never re-levelled) and the kernel cost (0 if none) whatever their values.
+  const auto carry_level_and_cost = [&] {
+    out["level"] = level;
+    out["relevel"] = relevel;
+    out["kernel_cost_ms"] = kernel_cost_ms;
+  };
   if (level != 1 || kernel_cost_ms != 0) {
     // Version 3: a reader that does not know the level must refuse the file rather than predict without it.
     out["format_version"] = 3;
@@ -216,9 +222,7 @@ Json CompositionModel::to_json() const {
   if (!kernel_scales.empty()) {
     // Version 5, the same for the kernel scales; it carries the level and the kernel cost as version 4 does.
     out["format_version"] = 5;
-    out["level"] = level;
-    out["relevel"] = relevel;
-    out["kernel_cost_ms"] = kernel_cost_ms;
+    carry_level_and_cost();
     out["kernel_scales"] = kernel_scales;
     out["form"] = "unscaled kernels + (other kernels, each predictor kernel's sum times its kernel_scales entry (1 if "
                   "absent), - kernel_cost_ms * their count, at least half of them) * exp(c0 + c1 * ln(footprint_mb)), "
@@ -243,9 +247,7 @@ Json CompositionModel::to_json() const {
       // kernel, so it must refuse the file. It carries the level and the kernel cost as version 4 does, and kernel
       // scales when fitted.
       out["format_version"] = 6;
-      out["level"] = level;
-      out["relevel"] = relevel;
-      out["kernel_cost_ms"] = kernel_cost_ms;
+      carry_level_and_cost();
       out["neighbours"]["mix_of"] = "kernel";
     }
   }
