@@ -11,14 +11,15 @@ namespace nnmeter::kernels {
 
 namespace {
 
-enum class Extra { None, Conv, DwConv, GConv, Fc, Tokens, Linear, MatMul, Concat };
+enum class Extra { None, Conv, DwConv, GConv, Fc, Tokens, Linear, MatMul, Concat, Se };
 
 // How many values the extra features add after the needed configs.
 size_t extra_count(Extra e) {
   switch (e) {
     case Extra::None: return 0;
     case Extra::Tokens:
-    case Extra::Concat: return 1;
+    case Extra::Concat:
+    case Extra::Se: return 1;
     case Extra::GConv: return 3;
     case Extra::Conv:
     case Extra::DwConv:
@@ -62,6 +63,15 @@ class BuiltinParser : public FeatureParser {
     // (bench/RESULTS-accuracy.md).
     if (extra_ == Extra::Concat) {
       feature.push_back(feature[0] * feature[0] * (feature[1] + feature[2] + feature[3] + feature[4]) / 1e6);
+      return feature;
+    }
+    // Ours: the elements an SE block touches, HW² · CIN read by the pool and written by the multiply plus its two
+    // FCs' CIN²/2 weights (kernels/structural_kernels.cpp). The sampler draws HW and CIN apart, so a real block at
+    // HW 7 with 960-1920 channels lies beyond every sample in (HW, CIN); retrained on the same 51 samples with this
+    // feature, 30 real SE blocks went from RMSPE 27.7 to 19.1 %, Σ -30 to -13.9 % (bench/results/quick-kernel-split-2026-12-06/).
+    // The two parts as separate features did nothing: the power law multiplies its terms, it cannot add them.
+    if (extra_ == Extra::Se) {
+      feature.push_back((feature[0] * feature[0] * feature[1] + feature[1] * feature[1] / 2) / 1e6);
       return feature;
     }
     if (extra_ == Extra::MatMul) {
@@ -166,6 +176,7 @@ std::unique_ptr<FeatureParser> make_parser(const std::string& kernel_name, Famil
       break;
   }
   // nn-Meter feeds CIN twice for the two-input element-wise kernels.
+  if (kernel_name == "se") return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN"}, Extra::Se);
   if (kernel_name == "add" || kernel_name == "addrelu")
     return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN", "CIN"}, Extra::None);
   return std::make_unique<BuiltinParser>(kernel_name, std::vector<std::string>{"HW", "CIN"}, Extra::None);

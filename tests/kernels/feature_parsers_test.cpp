@@ -68,6 +68,14 @@ TEST(FeatureParsers, FcPoolingConcatAndElementwise) {
   EXPECT_EQ(add->get_config_by_feature({7, 3, 3}), Json({{"HW", 7}, {"CIN", 3}}));
   for (const char* k : {"split", "channelshuffle", "se", "global-avgpool", "bnrelu", "bn", "hswish", "swish", "relu"})
     EXPECT_EQ(parser_for(k)->needed_config(), (std::vector<std::string>{"HW", "CIN"})) << k;
+  // se appends the elements its pool and multiply touch and its two FCs' weights; channelshuffle, its family's
+  // other kernel, appends nothing.
+  auto se = parser_for("se");
+  EXPECT_EQ(se->get_feature_by_config({{"HW", 7}, {"CIN", 960}}),
+            (std::vector<double>{7, 960, (49.0 * 960 + 960.0 * 960 / 2) / 1e6}));
+  EXPECT_EQ(se->get_config_by_feature({7, 960, 0.5078}), Json({{"HW", 7}, {"CIN", 960}}));
+  EXPECT_THROW(se->get_config_by_feature({7, 960}), Error);
+  EXPECT_EQ(parser_for("channelshuffle")->get_feature_by_config({{"HW", 7}, {"CIN", 960}}), (std::vector<double>{7, 960}));
 }
 
 TEST(FeatureParsers, TransformerKernelsAppendTheirSizeAndWork) {
