@@ -50,6 +50,9 @@ struct DetectedKernel {
   bool binary = false;  // elementwise with two runtime operands (Mul, Sub, Div of two tensors)
   std::string reason;   // unsupported: why
   std::vector<std::string> nodes;  // IR node names, topological order
+  // The share of its config's work the kernel does: a conv of a non-square kernel (1×7) has the square of the same
+  // area's rounded side as KERNEL_SIZE (3), the only shape kernels are built and sampled in, and does 7/9 of its work.
+  double work = 1;
 };
 
 std::vector<DetectedKernel> detect_kernels(const ModelIr& ir, const FusionRules& rules);

@@ -62,6 +62,15 @@ struct KernelSplit {
   double predictor_error() const { return predicted_ms / measured_ms - 1; }
 };
 
+// One kernel of a model as `evaluate --kernels` measures it alone: its config's id (KernelEvaluation), and the
+// prediction of all its groups (KernelPrediction::groups, ::work).
+struct KernelUse {
+  std::string id;
+  int64_t groups = 1;
+  double work = 1;
+  double predicted_ms = 0;
+};
+
 struct ModelEvaluation {
   std::string name, family;  // file stem; the stem without its resolution/width suffix (_r224_w1.0)
   fs::path onnx;
@@ -84,9 +93,8 @@ struct ModelEvaluation {
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored
   std::optional<double> relative_error() const;     // predicted / measured - 1
-  // With EvaluateSettings::kernels: (kernel id, groups, predicted ms of all groups) of each predicted kernel,
-  // and the split once every one of them was measured.
-  std::vector<std::tuple<std::string, int64_t, double>> kernel_uses;
+  // With EvaluateSettings::kernels: each predicted kernel, and the split once every one of them was measured.
+  std::vector<KernelUse> kernel_uses;
   std::optional<KernelSplit> split;
   std::optional<double> composition_error() const;  // Σ kernels measured alone / model measured - 1
 };

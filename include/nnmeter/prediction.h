@@ -53,6 +53,9 @@ struct KernelPrediction {
   double latency_ms = 0;         // total for the kernel (all groups of a grouped conv)
   // A grouped conv predicted by a dense conv's regressor: `config` is one group's, latency_ms `groups` times it.
   int64_t groups = 1;
+  // The share of its config's work the kernel does (DetectedKernel::work): latency_ms is the regressor's time for
+  // `config` × groups × work.
+  double work = 1;
   std::string note;              // how the kernel was covered when not by its own predictor
   std::vector<std::string> nodes;
   // Predicted by another kernel's regressor: the predictor has no `kernel` (an element-wise op has no kernel of

@@ -164,17 +164,19 @@ void split_by_kernels(EvaluateReport& report) {
     if (m.kernel_uses.empty()) continue;
     KernelSplit split;
     bool complete = true;
-    for (const auto& [kid, groups, predicted] : m.kernel_uses) {
-      const KernelEvaluation& k = report.kernels.at(kid);
+    for (const KernelUse& use : m.kernel_uses) {
+      const KernelEvaluation& k = report.kernels.at(use.id);
       if (!k.measured_ms) {
         complete = false;
         continue;
       }
+      // The config measured alone is the square a non-square conv was predicted as: scaled as its prediction was.
+      const double measured = *k.measured_ms * static_cast<double>(use.groups) * use.work;
       KernelTypeSummary& t = report.by_kernel_type[k.kernel];
-      t.predicted_ms += predicted;
-      t.measured_ms += *k.measured_ms * static_cast<double>(groups);
-      split.predicted_ms += predicted;
-      split.measured_ms += *k.measured_ms * static_cast<double>(groups);
+      t.predicted_ms += use.predicted_ms;
+      t.measured_ms += measured;
+      split.predicted_ms += use.predicted_ms;
+      split.measured_ms += measured;
     }
     if (complete && split.measured_ms > 0) m.split = split;
   }
@@ -279,10 +281,10 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
             ke.id = kid;
             ke.kernel = k.predictor_kernel;
             ke.config = k.config;
-            ke.predicted_ms = k.latency_ms / static_cast<double>(std::max<int64_t>(1, k.groups));
+            ke.predicted_ms = k.latency_ms / (static_cast<double>(std::max<int64_t>(1, k.groups)) * k.work);
           }
           ++ke.uses;
-          m.kernel_uses.emplace_back(kid, k.groups, k.latency_ms);
+          m.kernel_uses.push_back({kid, k.groups, k.work, k.latency_ms});
         }
     } catch (const std::exception& e) {
       m.error = fmt::format("prediction failed: {}", e.what());
@@ -410,8 +412,11 @@ Json EvaluateReport::to_json() const {
       }
       if (!m.kernel_uses.empty()) {
         Json uses = Json::array();
-        for (const auto& [kid, groups, predicted] : m.kernel_uses)
-          uses.push_back({{"id", kid}, {"groups", groups}, {"predicted_ms", predicted}});
+        for (const KernelUse& use : m.kernel_uses) {
+          Json u = {{"id", use.id}, {"groups", use.groups}, {"predicted_ms", use.predicted_ms}};
+          if (use.work != 1) u["work"] = use.work;
+          uses.push_back(std::move(u));
+        }
         j["kernel_uses"] = std::move(uses);
       }
       models_json.push_back(std::move(j));

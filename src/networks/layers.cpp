@@ -74,17 +74,29 @@ std::string LayerBuilder::random_weights(const Shape& shape, float scale) {
 
 std::string LayerBuilder::conv(const std::string& x, int64_t cout, int64_t k, int64_t stride, int64_t pad, int64_t group,
                           bool bias, int64_t dilation) {
-  const Shape& s = shape(x);
   if (pad < 0) pad = (k - 1) / 2 * dilation;
+  return conv_shaped(x, cout, {k, k}, stride, {pad, pad}, group, bias, dilation);
+}
+
+std::string LayerBuilder::conv_rect(const std::string& x, int64_t cout, int64_t kh, int64_t kw) {
+  return conv_shaped(x, cout, {kh, kw}, 1, {(kh - 1) / 2, (kw - 1) / 2}, 1, true, 1);
+}
+
+std::string LayerBuilder::conv_shaped(const std::string& x, int64_t cout, std::array<int64_t, 2> k, int64_t stride,
+                                      std::array<int64_t, 2> pad, int64_t group, bool bias, int64_t dilation) {
+  const Shape& s = shape(x);
   const int64_t cin = s[1];
-  const std::string w = random_weights({cout, cin / group, k, k}, std::sqrt(2.f / static_cast<float>(cin / group * k * k)));
+  const std::string w =
+      random_weights({cout, cin / group, k[0], k[1]}, std::sqrt(2.f / static_cast<float>(cin / group * k[0] * k[1])));
   std::vector<std::string> inputs{x, w};
   if (bias) inputs.push_back(random_weights({cout}, 0.1f));
-  const int64_t oh = out_dim(s[2], k, stride, pad, dilation, false), ow = out_dim(s[3], k, stride, pad, dilation, false);
-  flops_ += 2.0 * static_cast<double>(s[0] * cout * oh * ow * (cin / group) * k * k);
+  const int64_t oh = out_dim(s[2], k[0], stride, pad[0], dilation, false);
+  const int64_t ow = out_dim(s[3], k[1], stride, pad[1], dilation, false);
+  flops_ += 2.0 * static_cast<double>(s[0] * cout * oh * ow * (cin / group) * k[0] * k[1]);
   return node("Conv", inputs, {s[0], cout, oh, ow},
               {attr("dilations", std::vector<int64_t>{dilation, dilation}), attr("group", group),
-               attr("kernel_shape", std::vector<int64_t>{k, k}), attr("pads", std::vector<int64_t>{pad, pad, pad, pad}),
+               attr("kernel_shape", std::vector<int64_t>{k[0], k[1]}),
+               attr("pads", std::vector<int64_t>{pad[0], pad[1], pad[0], pad[1]}),
                attr("strides", std::vector<int64_t>{stride, stride})});
 }
 

@@ -6,6 +6,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <array>
 #include <map>
 
 #include "nnmeter/common.h"
@@ -23,6 +24,8 @@ class LayerBuilder {
   // Layers. Every call returns the output tensor name.
   std::string conv(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t pad = -1,
                    int64_t group = 1, bool bias = false, int64_t dilation = 1);
+  // A conv of a kh × kw kernel with its bias (BN folded), padded to keep the size: Inception's 1×7 and 7×1.
+  std::string conv_rect(const std::string& x, int64_t cout, int64_t kh, int64_t kw);
   std::string batchnorm(const std::string& x);
   // Conv → BatchNormalization as the exporter writes it: the BN folded into the conv's weights and bias.
   std::string conv_bn(const std::string& x, int64_t cout, int64_t k, int64_t stride = 1, int64_t group = 1) {
@@ -77,6 +80,9 @@ class LayerBuilder {
   void save(const fs::path& path) const;
 
  private:
+  std::string conv_shaped(const std::string& x, int64_t cout, std::array<int64_t, 2> k, int64_t stride,
+                          std::array<int64_t, 2> pad, int64_t group, bool bias, int64_t dilation);
+
   onnx_io::GraphBuilder g_;
   std::map<std::string, Shape> shapes_;
   double flops_ = 0;

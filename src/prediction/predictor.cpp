@@ -209,7 +209,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
   std::map<std::string, std::vector<size_t>> batches;  // predictor kernel → its kernels (indices in out.kernels)
   for (auto& k : detect_kernels(ir, s.rules)) {
     KernelPrediction p{std::move(k.name), std::move(k.op), "", std::move(k.kernel), std::move(k.config), {}, 0.0,
-                       1, "", std::move(k.nodes), false};
+                       1, k.work, "", std::move(k.nodes), false};
     if (k.kind == KernelKind::unsupported) {
       uncover(p.nodes, k.reason);
       continue;
@@ -245,6 +245,9 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
     if (p.groups > 1)
       p.note += fmt::format("{}grouped conv: {} x {}(CIN {} -> COUT {})", p.note.empty() ? "" : "; ", p.groups,
                             p.predictor_kernel, p.config["CIN"].get<int64_t>(), p.config["COUT"].get<int64_t>());
+    if (p.work != 1)
+      p.note += fmt::format("{}non-square kernel: {:.3g} of the work of its KERNEL_SIZE {} square", p.note.empty() ? "" : "; ",
+                            p.work, p.config["KERNEL_SIZE"].get<int64_t>());
     p.features = s.parsers.at(p.predictor_kernel)->get_feature_by_config(p.config);
     batches[p.predictor_kernel].push_back(out.kernels.size());
     out.kernels.push_back(std::move(p));
@@ -257,7 +260,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
     const std::vector<double> ms = s.predictor.predict(kernel, rows);
     for (size_t i = 0; i < members.size(); ++i) {
       KernelPrediction& kp = out.kernels[members[i]];
-      kp.latency_ms = ms[i] * static_cast<double>(kp.groups);
+      kp.latency_ms = ms[i] * static_cast<double>(kp.groups) * kp.work;
     }
   }
   for (const auto& kp : out.kernels) {
@@ -322,6 +325,7 @@ Json ModelPrediction::to_json() const {
     Json j = {{"name", k.name},         {"op", k.op},     {"kernel", k.kernel},   {"predictor_kernel", k.predictor_kernel},
               {"config", k.config},     {"features", k.features}, {"latency_ms", k.latency_ms}, {"nodes", k.nodes}};
     if (k.groups > 1) j["groups"] = k.groups;
+    if (k.work != 1) j["work"] = k.work;
     if (!k.note.empty()) j["note"] = k.note;
     if (k.stand_in) j["stand_in"] = true;
     ks.push_back(std::move(j));

@@ -2,6 +2,7 @@
 // multi-op units of real exports, and the kernel configs the builder's parsers read.
 #include <cmath>
 #include <set>
+#include <tuple>
 
 #include "prediction/onnx_model.h"
 #include "networks/architectures.h"
@@ -203,6 +204,20 @@ TEST(Detection, GroupedConvIsAKernelOfItsOwn) {
             (Json{{"HW", 28}, {"CIN", 32}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}, {"GROUPS", 4}}));
   EXPECT_EQ(ks[1].kernel, "dwconv-bn-relu");
   EXPECT_EQ(ks[1].config, (Json{{"HW", 28}, {"CIN", 64}, {"COUT", 64}, {"KERNEL_SIZE", 3}, {"STRIDES", 1}}));
+}
+
+TEST(Detection, NonSquareConvIsItsAreasSquareDoingItsShareOfTheWork) {
+  for (const auto& [kh, kw, side, work] : {std::tuple{1, 7, 3, 7.0 / 9}, std::tuple{7, 1, 3, 7.0 / 9},
+                                           std::tuple{1, 3, 2, 3.0 / 4}, std::tuple{3, 3, 3, 1.0}}) {
+    LayerBuilder b("rect");
+    b.output(b.relu(b.conv_rect(b.input("x", {1, 32, 17, 17}), 48, kh, kw)));
+    const auto ks = detect(b.model(), cpu_rules());
+    ASSERT_EQ(ks.size(), 1u);
+    EXPECT_EQ(ks[0].config, (Json{{"HW", 17}, {"CIN", 32}, {"COUT", 48}, {"KERNEL_SIZE", side}, {"STRIDES", 1}}))
+        << kh << "x" << kw;
+    EXPECT_DOUBLE_EQ(ks[0].work, work) << kh << "x" << kw;
+  }
+  EXPECT_EQ(detect(conv_bn_relu(), cpu_rules())[0].work, 1);
 }
 
 TEST(Detection, GlobalPoolingUsesTheRealInputSize) {

@@ -112,6 +112,10 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   const fs::path one = work / "one";
   fs::create_directories(one);
   fs::copy_file(models() / "resnet18_r32.onnx", one / "resnet18_r32.onnx");
+  // A 1×7 conv: measured alone as the 3×3 of its config, and counted for 7/9 of it, as its prediction is.
+  networks::LayerBuilder rect("rect");
+  rect.output(rect.relu(rect.conv_rect(rect.input("x", {1, 16, 17, 17}), 16, 1, 7)));
+  rect.save(one / "rect.onnx");
   const auto run = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> args = {"evaluate", "--predictor", predictor().string(), "--onnx", one.string(), "--config",
                                      quick().string(), "--work-dir", (work / "k").string(), "--repeats", "2", "--kernels"};
@@ -139,33 +143,46 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   for (const auto& [type, count] : configs_by_type) EXPECT_EQ(doc["by_kernel_type"][type]["configs"], count) << type;
   EXPECT_EQ(doc["by_kernel_type"].size(), configs_by_type.size());
 
-  const Json& m = doc["models"][0];
-  const double kernels_measured = m["kernels_measured_ms"].get<double>();
-  const double kernels_predicted = m["kernels_predicted_ms"].get<double>();
-  EXPECT_LE(kernels_predicted, m["predicted_ms"].get<double>() * (1 + 1e-9));
-  EXPECT_NEAR(m["predictor_error"].get<double>(), kernels_predicted / kernels_measured - 1, 1e-12);
-  EXPECT_NEAR(m["composition_error"].get<double>(), kernels_measured / m["measured_ms"].get<double>() - 1, 1e-12);
-  // Each use names its kernel: the model's split adds up from the kernel list.
-  std::map<std::string, double> measured_by_id;
-  for (const Json& k : doc["kernels"]) measured_by_id[k["id"].get<std::string>()] = k["measured_ms"].get<double>();
-  double uses_measured = 0, uses_predicted = 0;
-  for (const Json& u : m["kernel_uses"]) {
-    ASSERT_TRUE(measured_by_id.count(u["id"].get<std::string>())) << u.dump();
-    uses_measured += measured_by_id[u["id"].get<std::string>()] * u["groups"].get<double>();
-    uses_predicted += u["predicted_ms"].get<double>();
+  std::map<std::string, const Json*> kernel_by_id;
+  for (const Json& k : doc["kernels"]) kernel_by_id[k["id"].get<std::string>()] = &k;
+  ASSERT_EQ(doc["models"].size(), 2u);
+  size_t non_square = 0;
+  for (const Json& m : doc["models"]) {
+    const double kernels_measured = m["kernels_measured_ms"].get<double>();
+    const double kernels_predicted = m["kernels_predicted_ms"].get<double>();
+    EXPECT_LE(kernels_predicted, m["predicted_ms"].get<double>() * (1 + 1e-9));
+    EXPECT_NEAR(m["predictor_error"].get<double>(), kernels_predicted / kernels_measured - 1, 1e-12);
+    EXPECT_NEAR(m["composition_error"].get<double>(), kernels_measured / m["measured_ms"].get<double>() - 1, 1e-12);
+    // Each use names its kernel: the model's split adds up from the kernel list.
+    double uses_measured = 0, uses_predicted = 0;
+    for (const Json& u : m["kernel_uses"]) {
+      ASSERT_TRUE(kernel_by_id.count(u["id"].get<std::string>())) << u.dump();
+      const Json& k = *kernel_by_id[u["id"].get<std::string>()];
+      const double copies = u["groups"].get<double>() * u.value("work", 1.0);
+      uses_measured += k["measured_ms"].get<double>() * copies;
+      uses_predicted += u["predicted_ms"].get<double>();
+      // The kernel's own prediction is its config's, the one measured alone.
+      EXPECT_NEAR(k["predicted_ms"].get<double>() * copies, u["predicted_ms"].get<double>(), 1e-9 * k["predicted_ms"].get<double>());
+      if (u.contains("work")) {
+        ++non_square;
+        EXPECT_DOUBLE_EQ(u["work"].get<double>(), 7.0 / 9) << u.dump();
+        EXPECT_EQ(k["config"]["KERNEL_SIZE"], 3) << k.dump();
+      }
+    }
+    EXPECT_NEAR(uses_measured, kernels_measured, 1e-9 * kernels_measured);
+    EXPECT_NEAR(uses_predicted, kernels_predicted, 1e-9 * kernels_predicted);
   }
-  EXPECT_NEAR(uses_measured, kernels_measured, 1e-9 * kernels_measured);
-  EXPECT_NEAR(uses_predicted, kernels_predicted, 1e-9 * kernels_predicted);
+  EXPECT_EQ(non_square, 1u);
   EXPECT_EQ(count_lines(work / "k" / "kernels.csv"), n + 1);
-  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 2));
 
   // The rerun measures nothing and prints the split in the terminal table.
   const CliResult again = run({});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1));
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 2));
   EXPECT_TRUE(contains(again.out, "Where the error comes from (every kernel also measured alone, " + std::to_string(n) +
                                       " distinct, 2 repeats each)")) << again.out;
-  EXPECT_TRUE(contains(again.out, "mean over 1 models: kernel predictors ")) << again.out;
+  EXPECT_TRUE(contains(again.out, "mean over 2 models: kernel predictors ")) << again.out;
   // The split's identity holds for the plain sum of kernels; a composition term multiplies the sum after it.
   EXPECT_TRUE(contains(again.out, doc.contains("composition") ? "(the plain sum of kernels = measured × (1 + predictors)"
                                                               : "(prediction = measured × (1 + predictors)"))
@@ -174,7 +191,7 @@ TEST_F(EvaluateCli, KernelsSplitTheErrorIntoPredictorsAndComposition) {
   // More kernel repeats than model repeats: only each kernel's third repeat is measured, the models keep theirs.
   const CliResult more = run({"--kernel-repeats", "3", "--json"});
   ASSERT_EQ(more.exit_code, 0) << more.err;
-  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 1) + n);
+  EXPECT_EQ(count_lines(work / "k" / "journal.jsonl"), 2 * (n + 2) + n);
   const Json three = Json::parse(more.out);
   EXPECT_EQ(three["kernel_repeats"], 3);
   EXPECT_EQ(three["protocol"]["repeats"], 2);

@@ -51,7 +51,8 @@ TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
     // Features are exactly the builder parser's for the config; the latency is the regressor's answer.
     const auto parser = find_kernel(Registry(), k.predictor_kernel).create(Json::object()).parser;
     EXPECT_EQ(k.features, parser->get_feature_by_config(k.config)) << k.name;
-    EXPECT_DOUBLE_EQ(k.latency_ms, raw.predict(k.predictor_kernel, {k.features})[0] * static_cast<double>(k.groups));
+    EXPECT_DOUBLE_EQ(k.latency_ms,
+                     raw.predict(k.predictor_kernel, {k.features})[0] * static_cast<double>(k.groups) * k.work);
   }
   EXPECT_DOUBLE_EQ(p.latency_ms, sum);
   EXPECT_GT(p.latency_ms, 0);
@@ -62,6 +63,30 @@ TEST(Predict, TotalIsTheSumOfKernelPredictionsFromTheBuildersParsers) {
   EXPECT_EQ(first.predictor_kernel, "conv-bn-relu");
   EXPECT_NE(first.note.find("conv-bn-relu"), std::string::npos);
   EXPECT_EQ(with_op(p, "globalavgpool").config["HW"], 3);  // 96 / 32: the real input size
+}
+
+// Inception's 1×7 and 7×1 convs: predicted as the 3×3 of KERNEL_SIZE, for 7/9 of its time, and said so.
+TEST(Predict, NonSquareConvsTakeTheirShareOfTheirSquaresWork) {
+  const auto predictor = LatencyPredictor::from_folder(shared_folder().path);
+  const auto predict = [&](int64_t kh, int64_t kw) {
+    LayerBuilder b("rect");
+    b.output(b.relu(b.conv_rect(b.input("x", {1, 64, 17, 17}), 64, kh, kw)));
+    const ModelPrediction p = predictor.predict_ir(onnx_to_ir(b.model(), "rect"));
+    return with_op(p, "conv-relu");
+  };
+  const KernelPrediction square = predict(3, 3), wide = predict(1, 7), tall = predict(7, 1);
+  EXPECT_EQ(square.work, 1);
+  EXPECT_EQ(square.note.find("non-square"), std::string::npos);
+  for (const KernelPrediction* k : {&wide, &tall}) {
+    EXPECT_EQ(k->config, square.config);
+    EXPECT_DOUBLE_EQ(k->work, 7.0 / 9);
+    EXPECT_DOUBLE_EQ(k->latency_ms, square.latency_ms * 7 / 9);
+    EXPECT_NE(k->note.find("non-square kernel: 0.778 of the work of its KERNEL_SIZE 3 square"), std::string::npos) << k->note;
+  }
+  ModelPrediction p;
+  p.kernels = {wide, square};
+  EXPECT_DOUBLE_EQ(p.to_json()["kernels"][0]["work"].get<double>(), 7.0 / 9);
+  EXPECT_FALSE(p.to_json()["kernels"][1].contains("work"));
 }
 
 TEST(Predict, FileMemoryAndIrJsonAgree) {
