@@ -42,7 +42,7 @@ step unregister --backend my_backend
 step unregister --kernel mykernel
 step --list-backends
 
-# Kernel predictors for onednn_cpu from the preset quick: twelve kernels at modest sample counts (nn-Meter's
+# Kernel predictors for onednn_cpu from the preset quick: thirteen kernels at modest sample counts (nn-Meter's
 # defaults are 10000 / 5000 / 3000), calibrated on the 23 networks of the set calibration (`nn-meter create
 # --list-presets`; its files land in $ws/configs/presets/quick/).
 ws="$out/onednn_ws"

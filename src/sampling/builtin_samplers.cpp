@@ -282,6 +282,7 @@ class BuiltinSampler : public ConfigSampler {
     // drawn among these samples they made the regressor over-predict RegNet's grouped convs by 38 %, so they stay
     // out until a feature tells the paths apart (bench/results/unseen-families-2026-12-05/summary.md).
     static const std::vector<int64_t> kGroupWidths = {4, 8, 16, 24, 32, 48, 64, 128};
+    static const std::vector<int64_t> kFewGroups = {2, 3, 4, 8};
     static constexpr int64_t kMaxGroupedActivation = 56 * 56 * 256;
     PriorTable t = table("conv.csv", {"input_h", "cin"});
     auto cins = sample_from_distribution(t.column("cin"), n, rng);
@@ -292,15 +293,30 @@ class BuiltinSampler : public ConfigSampler {
     rng.shuffle(ss);
     std::vector<KernelConfig> out;
     for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
-      const int64_t width = kGroupWidths[rng.below(kGroupWidths.size())];
-      const int64_t groups = std::clamp<int64_t>((cins[i] + width / 2) / width, 2, kernels::check::kMaxChannels / 2 / width);
-      const int64_t cin = groups * width;
-      const int64_t cout = rng.below(4) == 0 ? 2 * cin : cin;  // mostly CIN → CIN, as ResNeXt-style blocks have them
+      int64_t groups = 0, cin = 0, cout = 0, ks = kss[i];
+      if (i % 3 == 2) {
+        // One sample in three is a few wide groups: ShuffleNet v1's 1x1 convs of 3 groups (240 → 60 → 240
+        // channels) were predicted +22…+51 % by a regressor whose samples were all many narrow groups
+        // (bench/results/quick-gconv-2026-12-06/summary.md). Groups of at least 16 channels, a multiple of 4,
+        // keep to the fast path (the paragraph above).
+        groups = kFewGroups[rng.below(kFewGroups.size())];
+        const int64_t width = std::clamp<int64_t>((cins[i] / groups + 2) / 4 * 4, 16, kernels::check::kMaxChannels / 4 / groups);
+        cin = groups * width;
+        const int64_t ratio = static_cast<int64_t>(rng.below(3));  // narrowing by 4, even, widening by 4
+        cout = ratio == 0 ? std::max<int64_t>(groups * 4, cin / 4 / (groups * 4) * (groups * 4)) : ratio == 1 ? cin : 4 * cin;
+        if (rng.below(2) == 0) ks = 1;
+      } else {
+        const int64_t width = kGroupWidths[rng.below(kGroupWidths.size())];
+        groups = std::clamp<int64_t>((cins[i] + width / 2) / width, 2, kernels::check::kMaxChannels / 2 / width);
+        cin = groups * width;
+        cout = rng.below(4) == 0 ? 2 * cin : cin;  // mostly CIN → CIN, as ResNeXt-style blocks have them
+      }
       // HW and CIN are drawn apart, so a wide layer could come out at 224 x 224: 14 of 113 samples of a build
       // beyond this bound took 86 % of the kernel's measuring time (up to 377 ms a run). torchvision's grouped
       // layers stay within it (ResNeXt-101 32x8d: 256 channels at 56 x 56); a wider layer gets a smaller HW.
-      const int64_t hw = largest_hw_within(hws[i], kHw, [&](int64_t h) { return h * h * cin > kMaxGroupedActivation; });
-      out.push_back({{"HW", hw}, {"CIN", cin}, {"COUT", cout}, {"KERNEL_SIZE", kss[i]}, {"STRIDES", ss[i]},
+      const int64_t widest = std::max(cin, cout);
+      const int64_t hw = largest_hw_within(hws[i], kHw, [&](int64_t h) { return h * h * widest > kMaxGroupedActivation; });
+      out.push_back({{"HW", hw}, {"CIN", cin}, {"COUT", cout}, {"KERNEL_SIZE", ks}, {"STRIDES", ss[i]},
                      {"GROUPS", groups}});
     }
     return out;

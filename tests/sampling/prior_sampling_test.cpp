@@ -146,7 +146,7 @@ TEST(PriorSampling, DrawnConvsAreNoLargerThanTheLibrarysLargestLayer) {
 TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
   const auto configs = suite_for("gconv-bn-relu").sampler->prior_config_sampling(400, 5);
   std::set<int64_t> widths;
-  int at56 = 0;
+  int at56 = 0, few_wide = 0, narrowing = 0, widening = 0, three_groups_1x1 = 0;
   for (const auto& c : configs) {
     const int64_t g = c["GROUPS"], cin = c["CIN"], cout = c["COUT"];
     EXPECT_GE(g, 2) << c.dump();
@@ -154,11 +154,22 @@ TEST(PriorSampling, GroupedConvsAreWholeGroupsAndNoRealLayer) {
     EXPECT_EQ(cout % g, 0) << c.dump();
     widths.insert(cin / g);
     const int64_t hw = c["HW"];
-    EXPECT_LE(hw * hw * cin, 56 * 56 * 256) << c.dump() << " is wider than torchvision's grouped layers";
+    EXPECT_LE(hw * hw * std::max(cin, cout), 56 * 56 * 256) << c.dump() << " is wider than torchvision's grouped layers";
     if (hw == 56) ++at56;
+    if (g <= 8 && cin / g >= 16) {
+      ++few_wide;
+      narrowing += cout * 4 <= cin;
+      widening += cout == 4 * cin;
+      three_groups_1x1 += g == 3 && c["KERNEL_SIZE"] == 1;
+    }
   }
   EXPECT_GE(widths.size(), 6u);  // narrow (RegNet-like) and wide (ResNeXt-like) groups alike
-  EXPECT_GE(at56, 40);           // the bound narrows the wide layers, not every layer
+  // A third are a few wide groups, narrowing and widening by 4 among them: ShuffleNet v1's 1x1 convs.
+  EXPECT_GE(few_wide, 120);
+  EXPECT_GE(narrowing, 30);
+  EXPECT_GE(widening, 30);
+  EXPECT_GE(three_groups_1x1, 10);
+  EXPECT_GE(at56, 25);           // the bound narrows the wide layers, not every layer
   // No real layer is mixed in and no channel is re-rounded: the grouped families stay held out, groups whole.
   EXPECT_EQ(suite_for("gconv-bn-relu", {{"PRIOR_ROWS", 0.5}, {"ALIGNED_CHANNELS", 1.0}})
                 .sampler->prior_config_sampling(400, 5),

@@ -97,7 +97,7 @@ TEST(CreatePresets, AnOverrideInTheWorkspaceFileWins) {
   EXPECT_EQ(kernels["conv-bn-relu"]["INIT_SAMPLE_NUM"], 7);
   EXPECT_EQ(kernels["conv-bn-relu"]["FINEGRAINED_SAMPLE_NUM"], 5) << "the rest of the kernel's entry is the preset's";
   EXPECT_EQ(kernels["dwconv-bn-relu"]["INIT_SAMPLE_NUM"], 80);
-  EXPECT_EQ(kernels.size(), 12u);
+  EXPECT_EQ(kernels.size(), 13u);
   EXPECT_EQ(loaded.predictorbuild_config["PRIOR_ROWS_EXCLUDE"], Json::array({"resnet18"}));
   EXPECT_EQ(loaded.predictorbuild_config["CALIBRATION_NETWORKS"], Json::array({"calibration"}));
   EXPECT_EQ(loaded.backend_config["REPEATS"], 3);

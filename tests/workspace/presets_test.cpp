@@ -74,7 +74,8 @@ PredictorBuildConfig typed(const std::string& preset) {
 
 TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   const PredictorBuildConfig quick = typed("quick");
-  EXPECT_EQ(quick.kernels.size(), 12u);
+  EXPECT_EQ(quick.kernels.size(), 13u);
+  EXPECT_EQ(quick.kernel("gconv-bn-relu").init_sample_num, 80);
   EXPECT_EQ(quick.kernel("conv-bn-relu").init_sample_num, 240);
   EXPECT_EQ(quick.kernel("conv-bn-relu").iteration, 2);
   EXPECT_EQ(quick.prior_rows, 0.3);
