@@ -9,13 +9,23 @@
 //       first repeat), the new one the minimum (and median) of K repeats (default: all but the first, so
 //       the two never share a measurement). Prints the share of models whose two runs agree within ±5 %
 //       and ±10 %, by kind (kernel models vs CNNs), and the split-half agreement inside each run.
+//   repeatability_bench replay TRIALS PROFILED.json... [-- RULE...]
+//       a fixed-REPEATS build's repeats (profiled_<kernel>.json, R repeats a sample) replayed under stopping
+//       rules, to choose adaptive repeats' defaults from data: per trial each sample's repeats are permuted and
+//       dealt into two disjoint builds of R/2, each taking repeats in turn while its rule asks for more. Per rule:
+//       repeats spent a sample, the split-half ceiling the build would report, and how often the two builds'
+//       labels agree (the retest: the ceiling no stopping rule can bias). RULE: fixed:N, MIN:MAX:TOLERANCE (each
+//       sample alone: the library's repeats_settled, REPEAT_STATISTIC min) or kernel:MIN:MAX:CEILING (the kernel's
+//       samples together, SETTLE_CEILING); default, a grid of the three.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "common/hash.h"
 #include "common/io.h"
+#include "common/rng.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 
@@ -115,6 +125,118 @@ int compare(const fs::path& a_file, const fs::path& b_file, int k) {
   return 0;
 }
 
+struct Rule {
+  std::string name;
+  int min = 0, max = 0;
+  double tolerance = 0;  // each sample alone; 0: fixed `min` repeats
+  double ceiling = 0;    // > 0: the kernel's samples together
+};
+
+Rule parse_rule(const std::string& spec) {
+  Rule r{spec};
+  if (spec.rfind("fixed:", 0) == 0) {
+    r.min = r.max = std::stoi(spec.substr(6));
+  } else if (spec.rfind("kernel:", 0) == 0) {
+    if (std::sscanf(spec.c_str() + 7, "%d:%d:%lf", &r.min, &r.max, &r.ceiling) != 3 || !(r.ceiling > 0))
+      throw Error("a rule is fixed:N, MIN:MAX:TOLERANCE or kernel:MIN:MAX:CEILING, got '" + spec + "'");
+  } else if (std::sscanf(spec.c_str(), "%d:%d:%lf", &r.min, &r.max, &r.tolerance) != 3 || r.tolerance <= 0) {
+    throw Error("a rule is fixed:N, MIN:MAX:TOLERANCE or kernel:MIN:MAX:CEILING, got '" + spec + "'");
+  }
+  if (r.min < 1 || r.max < r.min) throw Error("rule '" + spec + "': need 1 <= MIN <= MAX");
+  return r;
+}
+
+// The repeats one replayed build takes from `available` under `rule` (in order, as the shuffled rounds would).
+std::vector<double> take(const std::vector<double>& available, const Rule& rule, bool& settled) {
+  std::vector<double> used(available.begin(), available.begin() + std::min<long>(rule.min, std::ssize(available)));
+  settled = false;
+  if (rule.tolerance <= 0) return used;
+  while (!(settled = repeats_settled(used, RepeatStatistic::min, rule.tolerance)) && std::ssize(used) < rule.max &&
+         used.size() < available.size())
+    used.push_back(available[used.size()]);
+  return used;
+}
+
+int replay(int trials, const std::vector<fs::path>& files, std::vector<std::string> specs) {
+  std::map<std::string, std::vector<std::vector<double>>> by_kernel;
+  size_t repeats = SIZE_MAX;
+  for (const auto& file : files) {
+    const Json doc = io::load_json_file(file);
+    for (const auto& [kernel, samples] : doc.items())
+      for (const auto& [id, entry] : samples.items()) {
+        auto r = entry.value("repeats_ms", std::vector<double>{});
+        if (r.size() < 4) continue;
+        repeats = std::min(repeats, r.size());
+        by_kernel[kernel].push_back(std::move(r));
+      }
+  }
+  if (by_kernel.empty()) throw Error("no sample with 4 or more repeats in the files given");
+  const long half = static_cast<long>(repeats / 2);
+  if (specs.empty()) {
+    for (int n = 2; n <= half; ++n) specs.push_back(fmt::format("fixed:{}", n));
+    for (int min : {2, 3, 4})
+      for (double tolerance : {0.01, 0.02, 0.03, 0.05})
+        for (int max : {6, 8, 10})
+          if (max <= half && min < max) specs.push_back(fmt::format("{}:{}:{}", min, max, tolerance));
+    for (double ceiling : {0.9, 0.95, 0.97})
+      if (half >= 10) specs.push_back(fmt::format("kernel:3:10:{}", ceiling));
+  }
+  fmt::print("{} trials; each sample's first {} repeats dealt into two builds of {}\n\n", trials, 2 * half, half);
+  fmt::print("| kernel | samples | rule | repeats a sample | split-half ±5 / ±10 % | retest ±5 / ±10 % | settled |\n"
+             "|---|---|---|---|---|---|---|\n");
+  for (const auto& [kernel, samples] : by_kernel)
+    for (const auto& spec : specs) {
+      const Rule rule = parse_rule(spec);
+      if (rule.max > half) throw Error(fmt::format("rule '{}' takes more than the {} repeats a build has", spec, half));
+      Rng rng(fnv1a(kernel));
+      std::vector<std::vector<double>> used_all;
+      Tally retest;
+      size_t spent = 0, settled_n = 0, builds = 0;
+      for (int t = 0; t < trials; ++t) {
+        std::vector<std::vector<double>> dealt[2];  // per build, each sample's available repeats
+        for (const auto& r : samples) {
+          std::vector<double> p(r.begin(), r.begin() + 2 * half);
+          rng.shuffle(p);
+          for (int b = 0; b < 2; ++b) dealt[b].emplace_back(p.begin() + b * half, p.begin() + (b + 1) * half);
+        }
+        std::vector<double> labels[2];
+        for (int b = 0; b < 2; ++b) {
+          std::vector<std::vector<double>> used;
+          if (rule.ceiling > 0) {  // every sample one more while the kernel's halves agree too rarely
+            long n = rule.min;
+            const auto first = [&](long k) {
+              std::vector<std::vector<double>> out;
+              for (const auto& a : dealt[b]) out.emplace_back(a.begin(), a.begin() + k);
+              return out;
+            };
+            while (n < rule.max && split_half_agreement(first(n), RepeatStatistic::min).within10 < rule.ceiling) ++n;
+            used = first(n);
+            settled_n += split_half_agreement(used, RepeatStatistic::min).within10 >= rule.ceiling ? used.size() : 0;
+          } else {
+            for (const auto& a : dealt[b]) {
+              bool settled = false;
+              used.push_back(take(a, rule, settled));
+              settled_n += settled;
+            }
+          }
+          for (auto& u : used) {
+            spent += u.size(), ++builds;
+            labels[b].push_back(repeat_label(u, RepeatStatistic::min));
+            used_all.push_back(std::move(u));
+          }
+        }
+        for (size_t i = 0; i < samples.size(); ++i) retest.add(labels[0][i], labels[1][i]);
+      }
+      const RepeatAgreement halves = split_half_agreement(used_all, RepeatStatistic::min);
+      fmt::print("| {} | {} | {} | {:.2f} | {:.1f} / {:.1f} % | {:.1f} / {:.1f} % | {} |\n", kernel, samples.size(), spec,
+                 static_cast<double>(spent) / builds, 100 * halves.within5, 100 * halves.within10,
+                 100.0 * retest.in5 / retest.n, 100.0 * retest.in10 / retest.n,
+                 rule.tolerance > 0 || rule.ceiling > 0 ? fmt::format("{:.0f} %", 100.0 * settled_n / builds)
+                                                        : std::string("-"));
+    }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -123,7 +245,13 @@ int main(int argc, char** argv) {
     if (args.size() >= 5 && args[0] == "measure")
       return measure(args[1], std::stoi(args[2]), args[3], std::vector<fs::path>(args.begin() + 4, args.end()));
     if (args.size() >= 3 && args[0] == "compare") return compare(args[1], args[2], args.size() > 3 ? std::stoi(args[3]) : 0);
-    std::cerr << "usage: repeatability_bench measure OUT.json REPEATS CONFIG.yaml MODEL_DIR... | compare A.json B.json [K]\n";
+    if (args.size() >= 3 && args[0] == "replay") {
+      const auto dash = std::find(args.begin() + 2, args.end(), "--");
+      return replay(std::stoi(args[1]), std::vector<fs::path>(args.begin() + 2, dash),
+                    dash == args.end() ? std::vector<std::string>{} : std::vector<std::string>(dash + 1, args.end()));
+    }
+    std::cerr << "usage: repeatability_bench measure OUT.json REPEATS CONFIG.yaml MODEL_DIR... | compare A.json B.json [K]"
+                 " | replay TRIALS PROFILED.json... [-- RULE...]\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << e.what() << "\n";

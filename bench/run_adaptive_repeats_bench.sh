@@ -2,7 +2,8 @@
 # Fixed repeats against adaptive ones, on a quiet machine and on a loaded one: the same 200 kernel samples
 # (SAMPLES=100 conv-bn-relu and as many dwconv-bn-relu, seed 1) built four times by `nn-meter build` on onednn_cpu —
 #   fixed:    REPEATS $FIXED_REPEATS (default 5, the presets'; 8 is about what adaptive spends a sample under load)
-#   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02
+#   adaptive: REPEATS 3, MAX_REPEATS 10, SETTLE_TOLERANCE 0.02 (and SETTLE_CEILING $SETTLE_CEILING when given:
+#             a kernel's samples settle together)
 # each once quiet and once with a CPU-bound process spinning for the whole build (started and stopped here;
 # LOADS="quiet" or "loaded" runs one of the two) —
 # and for each: measurements spent (journal records), build time, the split-half ceilings and held-out
@@ -15,8 +16,10 @@
 # `nn-meter evaluate` (5 repeats, in one shuffled order with the preset's calibration networks, on which each
 # predictor's term is fitted again), then each predictor scored on that journal (bench/score_on_journal.sh), with
 # the term refitted and with its build's own.
-# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [LOADS="quiet loaded"] [REMEASURE=1] [PRESET=quick [EVAL_SETS=...] [TORCH_SETS=...]]
-#        bench/run_adaptive_repeats_bench.sh OUT [build-dir]
+# With FIXED_REPEATS of 8 or more, each fixed build's repeats are also replayed under stopping rules
+# (`repeatability_bench replay`): what each rule would spend and how its labels would repeat, from one measurement.
+# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [SETTLE_CEILING=C] [LOADS="quiet loaded"] [REMEASURE=1]
+#        [PRESET=quick [EVAL_SETS=...] [TORCH_SETS=...]] bench/run_adaptive_repeats_bench.sh OUT [build-dir]
 # (90 min on 2 cores at SAMPLES=100, FIXED_REPEATS=5: quiet 12, loaded 74, remeasuring 4; PRESET=quick
 # LOADS=quiet about 65 on a noisy morning; resumes per build)
 # Writes OUT/summary.md (the tables bench/RESULTS-adaptive-repeats.md quotes).
@@ -63,6 +66,7 @@ YAML
       printf 'REPEATS: %s\n' "$fixed_repeats" >> "$ws/configs/backend_config.yaml"
     else
       printf 'REPEATS: 3\nMAX_REPEATS: 10\nSETTLE_TOLERANCE: 0.02\n' >> "$ws/configs/backend_config.yaml"
+      [ -z "${SETTLE_CEILING:-}" ] || printf 'SETTLE_CEILING: %s\n' "$SETTLE_CEILING" >> "$ws/configs/backend_config.yaml"
     fi
     if [ "$load" = loaded ]; then
       start_hog
@@ -122,9 +126,19 @@ print(" ".join({p["name"]: p for p in json.load(sys.stdin)}[sys.argv[1]]["predic
   touch "$out/scored"
 fi
 
-/usr/bin/python3 - "$out" "$fixed_repeats" $loads <<'PY'
+replay=""
+if [ -z "${PRESET:-}" ] && [ "$fixed_repeats" -ge 8 ]; then
+  cmake --build "$build" -j "$(nproc)" --target repeatability_bench >/dev/null
+  for load in $loads; do
+    # A loaded build's repeats as the loop left them (before --remeasure-noisy added quiet ones).
+    results="$out/$load-fixed/predictor_build/results"
+    [ ! -d "$out/$load-fixed/results-loaded" ] || results="$out/$load-fixed/results-loaded"
+    replay+=$'\n'"### $load"$'\n\n'"$("$build/bench/repeatability_bench" replay 30 "$results"/profiled_*.json)"$'\n'
+  done
+fi
+/usr/bin/python3 - "$out" "$fixed_repeats" "${SETTLE_CEILING:-}" "$replay" $loads <<'PY'
 import json, os, sys
-out, fixed_repeats, loads = sys.argv[1], sys.argv[2], sys.argv[3:]
+out, fixed_repeats, settle_ceiling, replay, loads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 # two lowest ±10 %: the share of samples whose two lowest repeats are within 10 % of each other, a check of the
 # label that does not split a sample's few repeats in halves (bench/RESULTS-adaptive-repeats.md).
 # labels ±10 % of quiet fixed: the share of samples whose label is within 10 % of the quiet fixed build's label of
@@ -159,7 +173,7 @@ for load, mode, res, meta, seconds in builds:
         lowest = [sorted(e["repeats_ms"])[:2] for e in profiled if len(e.get("repeats_ms", [])) >= 2]
         two10 = sum(b <= 1.1 * a for a, b in lowest) / max(1, len(lowest))
         r, m = acc[kernel]["repeatability"], acc[kernel]["metrics"]
-        how = f"{fixed_repeats} fixed" if mode == "fixed" else "3..10"
+        how = f"{fixed_repeats} fixed" if mode == "fixed" else f"3..10, kernel ceiling {settle_ceiling}" if settle_ceiling else "3..10"
         settled = f"{stopped.count('settled')} / {stopped.count('max_repeats')}" if any(stopped) else "-"
         agree = "-"
         if os.path.isdir(reference) and res != reference:
@@ -198,6 +212,7 @@ if os.path.exists(os.path.join(out, "scored")):
                   f"±10 % {100 * ceiling['within10']:.1f} %.")
 open(os.path.join(out, "summary.md"), "w").write(
     "\n".join(rows) + "\n\nMachine check before the fixed builds:\n" + "\n".join(checks) +
-    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n" + "\n".join(scored) + "\n")
+    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n" + "\n".join(scored) + "\n" +
+    (f"\nEach fixed build's repeats replayed under stopping rules:\n{replay}\n" if replay else ""))
 print(open(os.path.join(out, "summary.md")).read())
 PY

@@ -26,6 +26,12 @@ struct MeasurementProtocol {
   // SETTLE_TOLERANCE), up to max_repeats: repeats go where the noise is.
   int min_repeats = 0, max_repeats = 0;
   double settle_tolerance = 0.02;
+  // SETTLE_CEILING (> 0, with MAX_REPEATS): the samples of a kernel settle together instead, every one of them
+  // getting one more repeat per round while their split-half agreement within ±10 % is below this share. A rule
+  // per sample stops on two repeats that agree by chance; on a quiet machine that made labels repeat no better
+  // than fixed repeats of the same cost (bench/RESULTS-adaptive-repeats.md), while a kernel's ceiling, taken
+  // over all its samples, tells how many repeats that kernel needs.
+  double settle_ceiling = 0;
   // SHARD_LEVELS normalize: a sharded build's labels are divided by their shard's level (docs/sharding.md).
   bool normalize_shard_levels = false;
   // PROBE_LEVELS normalize: each repeat is divided by the drift probes' level when it was measured (DriftLevel in

@@ -39,6 +39,11 @@ const std::vector<BackendParam>& protocol_params() {
        "With MAX_REPEATS: repeats have settled when the two lowest agree within this fraction (REPEAT_STATISTIC "
        "min), or the label moves by less than it with the last repeat (median, mean)",
        0.0001, 1.0},
+      {"SETTLE_CEILING", T::Float, 0.0,
+       "With MAX_REPEATS: the samples of a kernel settle together: each gets one more repeat, in a later shuffled round, "
+       "while fewer than this share of them have repeats whose halves agree within 10 % (e.g. 0.95); 0: each sample "
+       "settles alone (SETTLE_TOLERANCE)",
+       0.0, 1.0},
       {"SHARD_LEVELS", T::String, "off",
        "A build measured in shards (nn-meter build --shard): normalize divides each shard's labels by its level (its "
        "drift probes against the median of the shards), putting devices that run at different speeds on one level; "
@@ -101,6 +106,14 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
     if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
       throw Error(fmt::format("{}: SETTLE_TOLERANCE must be a number in (0, 1], got {}", where, v.dump()));
     p.settle_tolerance = v.get<double>();
+  }
+  if (config.contains("SETTLE_CEILING") && !config["SETTLE_CEILING"].is_null()) {
+    const Json& v = config["SETTLE_CEILING"];
+    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1)
+      throw Error(fmt::format("{}: SETTLE_CEILING must be a number in [0, 1], got {}", where, v.dump()));
+    p.settle_ceiling = v.get<double>();
+    if (p.settle_ceiling > 0 && !p.adaptive())
+      throw Error(fmt::format("{}: SETTLE_CEILING needs MAX_REPEATS (the most repeats a sample may get)", where));
   }
   if (p.adaptive() && p.first_repeats(p.repeats) > p.max_repeats)
     throw Error(fmt::format("{}: {} ({}) must not exceed MAX_REPEATS ({})", where,

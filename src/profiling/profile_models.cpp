@@ -171,9 +171,45 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     while (journals[b]->records().count(Journal::key(job.id, n))) ++n;
     return n;
   };
+  // A job's repeats so far, in the order measured; nullopt once one failed (a failed model is not measured again).
+  auto values_of = [&](size_t b, const ProfileJob& job, int n) -> std::optional<std::vector<double>> {
+    std::vector<double> values;
+    for (int r = 0; r < n; ++r) {
+      const Json& rec = journals[b]->records().at(Journal::key(job.id, r));
+      if (!rec.value("ok", false)) return std::nullopt;
+      values.push_back(stats_from_json(rec).median);
+    }
+    return values;
+  };
+  // SETTLE_CEILING: a batch (one kernel's samples) settles as a whole, when the halves of its samples' repeats
+  // agree within ±10 % for that share of them.
+  const bool by_kernel = protocol.adaptive() && protocol.settle_ceiling > 0 && !options.remeasure_unsettled;
+  auto kernel_agreement = [&](size_t b) {
+    std::vector<std::vector<double>> all;
+    for (const auto& job : batches[b].jobs)
+      if (auto values = values_of(b, job, repeats_of(b, job))) all.push_back(std::move(*values));
+    return split_half_agreement(all, protocol.statistic);
+  };
   auto next_round = [&](int round) {
     std::vector<Item> out;
-    for (size_t b = 0; b < batches.size(); ++b)
+    for (size_t b = 0; b < batches.size(); ++b) {
+      bool batch_complete = true;  // every job has its first repeats
+      int deepest = 0;
+      for (const auto& job : batches[b].jobs) {
+        const int n = repeats_of(b, job);
+        batch_complete = batch_complete && n >= first_repeats(job);
+        deepest = std::max(deepest, n);
+      }
+      bool kernel_needs_more = false;
+      if (by_kernel && batch_complete) {
+        const RepeatAgreement agreement = kernel_agreement(b);
+        kernel_needs_more = agreement.within10 < protocol.settle_ceiling;
+        if (kernel_needs_more && deepest < protocol.max_repeats)
+          spdlog::info("{}: {}: the halves of {} samples' repeats agree within ±10 % for {:.1f} %, below SETTLE_CEILING "
+                       "{:.0f} %: each gets another repeat", options.label,
+                       batches.size() > 1 ? batches[b].journal.stem().string() : std::string("the samples"),
+                       agreement.samples, 100 * agreement.within10, 100 * protocol.settle_ceiling);
+      }
       for (const auto& job : batches[b].jobs) {
         const int first = first_repeats(job);
         bool complete = true;
@@ -185,15 +221,14 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         if (!complete || !grows) continue;
         const int n = repeats_of(b, job);
         if (n >= repeat_cap(job)) continue;
-        std::vector<double> values;
-        bool failed = false;  // a model that failed a repeat is not measured again
-        for (int r = 0; r < n && !failed; ++r) {
-          const Json& rec = journals[b]->records().at(Journal::key(job.id, r));
-          failed = !rec.value("ok", false);
-          if (!failed) values.push_back(stats_from_json(rec).median);
-        }
-        if (!failed && !repeats_settled(values, protocol.statistic, protocol.settle_tolerance)) out.push_back({b, &job, n});
+        const auto values = values_of(b, job, n);
+        if (!values) continue;
+        // By kernel, an interrupted round is finished first, so that the kernel's samples keep equal repeats.
+        const bool more = by_kernel ? kernel_needs_more || n < deepest
+                                    : !repeats_settled(*values, protocol.statistic, protocol.settle_tolerance);
+        if (more) out.push_back({b, &job, n});
       }
+    }
     Rng(options.seed + static_cast<uint64_t>(round) * 0x9E3779B97F4A7C15ull).shuffle(out);
     return out;
   };
@@ -323,6 +358,9 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   const bool normalize = protocol.normalize_probe_levels && probing && !options.sharding.active();
   const DriftLevel level = normalize ? DriftLevel(read_drift(options.probes->journal)) : DriftLevel({});
   std::vector<std::map<std::string, ProfileOutcome>> out(batches.size());
+  std::vector<bool> kernel_settled(batches.size(), false);
+  for (size_t b = 0; b < batches.size() && by_kernel; ++b)
+    kernel_settled[b] = kernel_agreement(b).within10 >= protocol.settle_ceiling;
   for (size_t b = 0; b < batches.size(); ++b)
     for (const auto& job : batches[b].jobs) {
       std::vector<Json> records;
@@ -333,10 +371,11 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       }
       ProfileOutcome& o = out[b][job.id] = outcome_from_records(job.id, records, protocol.statistic);
       relocate(o.converted_files, options.work_dir);
-      if (grows)
-        o.stopped = repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance) ? "settled"
-                    : n >= repeat_cap(job)                                                       ? "max_repeats"
-                                                                                                 : "failed";
+      if (grows) {
+        const bool settled = by_kernel ? kernel_settled[b]
+                                       : repeats_settled(o.repeats_ms, protocol.statistic, protocol.settle_tolerance);
+        o.stopped = settled ? "settled" : n >= repeat_cap(job) ? "max_repeats" : "failed";
+      }
     }
   return out;
 }

@@ -46,7 +46,7 @@ TEST(BackendParams, DefaultsAreFilledAndTypesChecked) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "cfg.yaml: unknown key 'NUM_THREAD' (known keys: NUM_THREADS, MIN_TIME_MS, PIN, ISA, REPEATS, "
-                                   "REPEAT_STATISTIC, DRIFT_PROBE_EVERY, MIN_REPEATS, MAX_REPEATS, SETTLE_TOLERANCE, "
+                                   "REPEAT_STATISTIC, DRIFT_PROBE_EVERY, MIN_REPEATS, MAX_REPEATS, SETTLE_TOLERANCE, SETTLE_CEILING, "
                                    "SHARD_LEVELS, PROBE_LEVELS, HUGE_PAGES)");
   }
   try {

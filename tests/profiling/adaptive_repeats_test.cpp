@@ -113,6 +113,49 @@ TEST(AdaptiveRepeats, TheMinimumShrugsOffAHeavyTail) {
   EXPECT_GT(more, 0u) << "and some samples needed more repeats to settle";
 }
 
+// SETTLE_CEILING: a kernel's samples settle together. On the quiet backend its first repeats are enough; under
+// level noise every sample gets the same further repeats until their halves agree as often as asked, or the cap.
+TEST(AdaptiveRepeats, AKernelsSamplesSettleTogetherOnItsCeiling) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  const Json by_kernel = {{"SETTLE_CEILING", 0.95}};
+
+  const Measured quiet = profile(tmp, "quiet", 0.0, 3, 8, by_kernel);
+  EXPECT_EQ(quiet.calls, 12u * 3);
+  for (const auto& [id, o] : quiet.outcomes) EXPECT_EQ(o.stopped, "settled") << id;
+
+  for (const double noise : {0.1, 0.3}) {
+    const std::string name = fmt::format("noisy{}", noise);
+    const Measured noisy = profile(tmp, name, noise, 3, 8, by_kernel);
+    std::vector<std::vector<double>> repeats;
+    for (const auto& [id, o] : noisy.outcomes) {
+      ASSERT_TRUE(o.ok) << id;
+      repeats.push_back(o.repeats_ms);
+    }
+    const size_t n = repeats.front().size();
+    for (const auto& r : repeats) EXPECT_EQ(r.size(), n) << name << ": every sample of the kernel gets the same repeats";
+    EXPECT_GT(n, 3u) << name << ": the first repeats' halves did not agree often enough";
+    EXPECT_EQ(noisy.calls, 12 * n);
+    const double agreement = split_half_agreement(repeats, RepeatStatistic::min).within10;
+    for (const auto& [id, o] : noisy.outcomes) {
+      if (agreement >= 0.95) {
+        EXPECT_EQ(o.stopped, "settled") << name << " " << id;
+      } else {
+        EXPECT_EQ(n, 8u) << name << ": short of the ceiling only at the cap";
+        EXPECT_EQ(o.stopped, "max_repeats") << name << " " << id;
+      }
+    }
+    // With one repeat fewer the kernel was short of its ceiling: no repeat was spent past it.
+    std::vector<std::vector<double>> fewer;
+    for (const auto& r : repeats) fewer.emplace_back(r.begin(), r.end() - 1);
+    EXPECT_LT(split_half_agreement(fewer, RepeatStatistic::min).within10, 0.95) << name;
+
+    const Measured again = profile(tmp, name, noise, 3, 8, by_kernel);
+    EXPECT_EQ(again.calls, noisy.calls) << name << ": a rerun measures nothing";
+    for (const auto& [id, o] : again.outcomes) EXPECT_EQ(o.repeats_ms, noisy.outcomes.at(id).repeats_ms) << id;
+  }
+}
+
 // The largest label over the smallest.
 double label_span(const std::map<std::string, ProfileOutcome>& outcomes) {
   double lo = 1e300, hi = 0;

@@ -71,6 +71,13 @@ TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
   EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", 0}}).find("SETTLE_TOLERANCE must be a number in (0, 1]"), std::string::npos);
   EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", -0.1}}).find("SETTLE_TOLERANCE"), std::string::npos);
   EXPECT_NE(error(Json{{"MAX_REPEATS", "many"}}).find("MAX_REPEATS must be an integer"), std::string::npos);
+  EXPECT_DOUBLE_EQ(
+      MeasurementProtocol::from_config(Json{{"MAX_REPEATS", 10}, {"SETTLE_CEILING", 0.95}}).settle_ceiling, 0.95);
+  EXPECT_EQ(error(Json{{"SETTLE_CEILING", 0.95}}),
+            "cfg.yaml: SETTLE_CEILING needs MAX_REPEATS (the most repeats a sample may get)");
+  EXPECT_EQ(error(Json{{"MAX_REPEATS", 10}, {"SETTLE_CEILING", 95}}),
+            "cfg.yaml: SETTLE_CEILING must be a number in [0, 1], got 95");
+  EXPECT_NE(error(Json{{"MAX_REPEATS", 10}, {"SETTLE_CEILING", "high"}}).find("SETTLE_CEILING"), std::string::npos);
   // The declared params reject the same through every backend's config.
   EXPECT_THROW(resolve_backend_config(own_params(), Json{{"SETTLE_TOLERANCE", "tight"}}, "cfg.yaml"), Error);
 }
