@@ -126,14 +126,13 @@ int compare(const fs::path& a_file, const fs::path& b_file, int k) {
 }
 
 struct Rule {
-  std::string name;
   int min = 0, max = 0;
   double tolerance = 0;  // each sample alone; 0: fixed `min` repeats
   double ceiling = 0;    // > 0: the kernel's samples together
 };
 
 Rule parse_rule(const std::string& spec) {
-  Rule r{spec};
+  Rule r;
   if (spec.rfind("fixed:", 0) == 0) {
     r.min = r.max = std::stoi(spec.substr(6));
   } else if (spec.rfind("kernel:", 0) == 0) {

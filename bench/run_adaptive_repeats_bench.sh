@@ -18,8 +18,12 @@
 # the term refitted and with its build's own.
 # With FIXED_REPEATS of 8 or more, each fixed build's repeats are also replayed under stopping rules
 # (`repeatability_bench replay`): what each rule would spend and how its labels would repeat, from one measurement.
-# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [SETTLE_CEILING=C] [LOADS="quiet loaded"] [REMEASURE=1]
-#        [PRESET=quick [EVAL_SETS=...] [TORCH_SETS=...]] bench/run_adaptive_repeats_bench.sh OUT [build-dir]
+# KERNELS="..." builds other kernels than conv-bn-relu and dwconv-bn-relu. TEST_SAMPLES=N first measures N other
+# samples of each kernel (seed 2) on the quiet machine with TEST_REPEATS (default 8) repeats, and scores every
+# build's predictor on them (loaded ones before and after --remeasure-noisy): one held-out set for all builds.
+# Usage: [SAMPLES=N] [FIXED_REPEATS=R] [SETTLE_CEILING=C] [LOADS="quiet loaded"] [REMEASURE=1] [KERNELS="..."]
+#        [TEST_SAMPLES=N [TEST_REPEATS=R]] [PRESET=quick [EVAL_SETS=...] [TORCH_SETS=...]]
+#        bench/run_adaptive_repeats_bench.sh OUT [build-dir]
 # (90 min on 2 cores at SAMPLES=100, FIXED_REPEATS=5: quiet 12, loaded 74, remeasuring 4; PRESET=quick
 # LOADS=quiet about 65 on a noisy morning; resumes per build)
 # Writes OUT/summary.md (the tables bench/RESULTS-adaptive-repeats.md quotes).
@@ -32,7 +36,23 @@ build="${2:-build}"
 samples="${SAMPLES:-100}"  # per kernel
 fixed_repeats="${FIXED_REPEATS:-5}"
 loads="${LOADS:-quiet loaded}"
+export KERNELS="${KERNELS:-conv-bn-relu dwconv-bn-relu}"
+test_samples="${TEST_SAMPLES:-0}"
 frozen_nnmeter "$build" "$out"
+
+# The held-out set, measured quiet before any build: other configs (seed 2) than the builds' (seed 1).
+if [ "$test_samples" -gt 0 ] && [ ! -f "$out/test/done" ]; then
+  rm -rf "$out/test"
+  "$nnm" create --workspace "$out/test" --backend onednn_cpu >/dev/null
+  printf 'REPEATS: %s\n' "${TEST_REPEATS:-8}" >> "$out/test/configs/backend_config.yaml"
+  for kernel in $KERNELS; do
+    "$nnm" sample --workspace "$out/test" --kernel "$kernel" --num "$test_samples" --seed 2 >/dev/null
+    "$nnm" profile --workspace "$out/test" --backend onednn_cpu --kernel "$kernel" > "$out/test/profile-$kernel.log" 2>&1
+    "$nnm" kernel-data to-csv --workspace "$out/test" --kernel "$kernel" --output "$out/test/$kernel.csv" >/dev/null
+  done
+  touch "$out/test/done"
+  echo "held-out set: $test_samples samples a kernel (finished $(date -u +%H:%M) UTC)"
+fi
 
 for load in $loads; do
   for mode in fixed adaptive; do
@@ -45,22 +65,13 @@ for load in $loads; do
     else
       "$nnm" create --workspace "$ws" --backend onednn_cpu >/dev/null
       build_args=(--no-ruletest)
-      cat > "$ws/configs/predictorbuild_config.yaml" <<YAML
-DETAIL: TRUE
-IMPLEMENT: onnx
-BATCH_SIZE: 1
-KERNELS:
-  conv-bn-relu:
-    INIT_SAMPLE_NUM: $samples
-    FINEGRAINED_SAMPLE_NUM: 1
-    ITERATION: 1
-    ERROR_THRESHOLD: 0.1
-  dwconv-bn-relu:
-    INIT_SAMPLE_NUM: $samples
-    FINEGRAINED_SAMPLE_NUM: 1
-    ITERATION: 1
-    ERROR_THRESHOLD: 0.1
-YAML
+      {
+        printf 'DETAIL: TRUE\nIMPLEMENT: onnx\nBATCH_SIZE: 1\nKERNELS:\n'
+        for kernel in $KERNELS; do
+          printf '  %s:\n    INIT_SAMPLE_NUM: %s\n    FINEGRAINED_SAMPLE_NUM: 1\n    ITERATION: 1\n    ERROR_THRESHOLD: 0.1\n' \
+            "$kernel" "$samples"
+        done
+      } > "$ws/configs/predictorbuild_config.yaml"
     fi
     if [ "$mode" = fixed ]; then
       printf 'REPEATS: %s\n' "$fixed_repeats" >> "$ws/configs/backend_config.yaml"
@@ -87,6 +98,7 @@ if [[ " $loads " == *" loaded "* ]] && [ "${REMEASURE:-1}" = 1 ]; then
     if [ ! -d "$ws/results-loaded" ]; then
       cp -a "$ws/predictor_build/results" "$ws/results-loaded.tmp"
       cp "$ws/predictor_build/predictor/predictor.json" "$ws/results-loaded.tmp/"
+      cp -a "$ws/predictor_build/predictor" "$ws/results-loaded.tmp/predictor"
       mv "$ws/results-loaded.tmp" "$ws/results-loaded"
     fi
     start=$(date +%s)
@@ -136,7 +148,7 @@ if [ -z "${PRESET:-}" ] && [ "$fixed_repeats" -ge 8 ]; then
     replay+=$'\n'"### $load"$'\n\n'"$("$build/bench/repeatability_bench" replay 30 "$results"/profiled_*.json)"$'\n'
   done
 fi
-/usr/bin/python3 - "$out" "$fixed_repeats" "${SETTLE_CEILING:-}" "$replay" $loads <<'PY'
+PYTHONPATH="$(realpath "$build")/python" /usr/bin/python3 - "$out" "$fixed_repeats" "${SETTLE_CEILING:-}" "$replay" $loads <<'PY'
 import json, os, sys
 out, fixed_repeats, settle_ceiling, replay, loads = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:]
 # two lowest ±10 %: the share of samples whose two lowest repeats are within 10 % of each other, a check of the
@@ -166,7 +178,7 @@ def labels(res, kernel):
 reference = os.path.join(out, "quiet-fixed", "predictor_build", "results")
 for load, mode, res, meta, seconds in builds:
     acc = {a["kernel"]: a for a in json.load(open(os.path.join(res, "accuracy.json")))}
-    for kernel in ("conv-bn-relu", "dwconv-bn-relu"):
+    for kernel in os.environ["KERNELS"].split():
         lines = sum(1 for _ in open(os.path.join(res, f"profile_journal_{kernel}.jsonl")))
         profiled = json.load(open(os.path.join(res, f"profiled_{kernel}.json")))[kernel].values()
         stopped = [e.get("repeats_stopped", "") for e in profiled]
@@ -188,6 +200,31 @@ for load in loads:
     checks.append(f"- {load}: " + ("; ".join(l.split("machine check, ", 1)[1][:160] for l in log if "machine check, " in l) or "no warning"))
 quality = [f"{load} {mode}: {json.load(open(meta)).get('measurement_quality', {}).get('verdict', '-')}"
            for load, mode, res, meta, seconds in builds]
+heldout = []
+if os.path.exists(os.path.join(out, "test", "done")):
+    # Every build's predictor on the one quiet held-out set; a loaded build that was remeasured kept its loaded
+    # predictor in results-loaded/predictor.
+    import csv
+    import numpy as np
+    from nn_meter.builder.kernel_predictor_builder import KernelPredictor
+    heldout = ["", "Held-out set (measured quiet before the builds, seed 2): each build's predictor on it.", "",
+               "| build | kernel | held-out samples | ±5 % | ±10 % | RMSPE |", "|---|---|---|---|---|---|"]
+    for load, mode, res, meta, seconds in builds:
+        folder = os.path.join(res, "predictor")
+        folder = folder if os.path.isdir(folder) else os.path.dirname(meta)
+        for kernel in os.environ["KERNELS"].split():
+            predictor = KernelPredictor(os.path.join(folder, f"{kernel}.json"))
+            rows_ = list(csv.reader(open(os.path.join(out, "test", f"{kernel}.csv"))))
+            table = np.array([[float(v) for v in r[1:]] for r in rows_[1:]])
+            truth = table[:, -1]
+            error = predictor.predict(table[:, :-1]) / truth - 1
+            heldout.append(f"| {load}, {mode} | {kernel} | {len(truth)} | {100 * np.mean(abs(error) <= 0.05):.1f} % | "
+                           f"{100 * np.mean(abs(error) <= 0.1):.1f} % | {100 * np.sqrt(np.mean(error ** 2)):.1f} % |")
+    for kernel in os.environ["KERNELS"].split():
+        profiled = json.load(open(os.path.join(out, "test", "predictor_build", "results", f"profiled_{kernel}.json")))[kernel]
+        halves = [(min(r[0::2]), min(r[1::2])) for r in (e["repeats_ms"] for e in profiled.values()) if len(r) >= 2]
+        agree = sum(abs(a - b) / min(a, b) <= 0.1 for a, b in halves) / max(1, len(halves))
+        heldout.append(f"\nThe held-out {kernel} labels' split-half ceiling (min of alternate repeats): ±10 % {100 * agree:.1f} %.")
 scored = []
 if os.path.exists(os.path.join(out, "scored")):
     # Whole predictors (PRESET): the build's measurements are its journals' records, kernels and calibration networks.
@@ -212,7 +249,7 @@ if os.path.exists(os.path.join(out, "scored")):
                   f"±10 % {100 * ceiling['within10']:.1f} %.")
 open(os.path.join(out, "summary.md"), "w").write(
     "\n".join(rows) + "\n\nMachine check before the fixed builds:\n" + "\n".join(checks) +
-    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n" + "\n".join(scored) + "\n" +
+    "\n\nmeasurement_quality: " + ", ".join(quality) + "\n" + "\n".join(heldout + scored) + "\n" +
     (f"\nEach fixed build's repeats replayed under stopping rules:\n{replay}\n" if replay else ""))
 print(open(os.path.join(out, "summary.md")).read())
 PY

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -194,17 +195,21 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
     std::vector<Item> out;
     for (size_t b = 0; b < batches.size(); ++b) {
       bool batch_complete = true;  // every job has its first repeats
-      int deepest = 0;
+      int deepest = 0, shallowest = std::numeric_limits<int>::max();  // of the jobs still measured (none failed)
       for (const auto& job : batches[b].jobs) {
         const int n = repeats_of(b, job);
         batch_complete = batch_complete && n >= first_repeats(job);
+        if (!by_kernel || !values_of(b, job, n)) continue;
         deepest = std::max(deepest, n);
+        shallowest = std::min(shallowest, n);
       }
+      // By kernel, a round cut short (an interrupted run) is finished before the kernel is judged again: judged on
+      // unequal repeats, it could give the samples already measured in that round one repeat more than the rest.
       bool kernel_needs_more = false;
-      if (by_kernel && batch_complete) {
+      if (by_kernel && batch_complete && shallowest >= deepest) {
         const RepeatAgreement agreement = kernel_agreement(b);
         kernel_needs_more = agreement.within10 < protocol.settle_ceiling;
-        if (kernel_needs_more && deepest < protocol.max_repeats)
+        if (kernel_needs_more && agreement.samples > 0 && deepest < protocol.max_repeats)
           spdlog::info("{}: {}: the halves of {} samples' repeats agree within ±10 % for {:.1f} %, below SETTLE_CEILING "
                        "{:.0f} %: each gets another repeat", options.label,
                        batches.size() > 1 ? batches[b].journal.stem().string() : std::string("the samples"),
@@ -223,7 +228,6 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
         if (n >= repeat_cap(job)) continue;
         const auto values = values_of(b, job, n);
         if (!values) continue;
-        // By kernel, an interrupted round is finished first, so that the kernel's samples keep equal repeats.
         const bool more = by_kernel ? kernel_needs_more || n < deepest
                                     : !repeats_settled(*values, protocol.statistic, protocol.settle_tolerance);
         if (more) out.push_back({b, &job, n});

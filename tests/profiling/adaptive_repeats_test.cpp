@@ -3,6 +3,7 @@
 // measuring anything twice. And PROBE_LEVELS normalize on its drift: the labels lose it, the journal keeps it.
 #include <fmt/format.h>
 #include <algorithm>
+#include <sstream>
 #include <gtest/gtest.h>
 
 #include "nnmeter/profiling.h"
@@ -153,6 +154,42 @@ TEST(AdaptiveRepeats, AKernelsSamplesSettleTogetherOnItsCeiling) {
     const Measured again = profile(tmp, name, noise, 3, 8, by_kernel);
     EXPECT_EQ(again.calls, noisy.calls) << name << ": a rerun measures nothing";
     for (const auto& [id, o] : again.outcomes) EXPECT_EQ(o.repeats_ms, noisy.outcomes.at(id).repeats_ms) << id;
+  }
+}
+
+// A run cut short in the middle of a round, by kernel: the rerun finishes that round, then judges the kernel on
+// equal repeats. The journal is written by hand: six samples have their fourth repeat, six were interrupted
+// before it, and those six's halves disagree (a slow second repeat), so judged on unequal repeats the kernel is
+// short of its ceiling and all twelve get another repeat; judged once the round is finished (the quiet backend
+// measures 2 ms), every sample agrees and the kernel settles at four repeats.
+TEST(AdaptiveRepeats, AnInterruptedRoundIsFinishedBeforeTheKernelIsJudged) {
+  TempDir tmp;
+  Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
+  const fs::path journal = tmp / "cut.jsonl";
+  EXPECT_EQ(profile(tmp, "cut", 0.0, 3, 0).calls, 12u * 3);
+  std::vector<Json> records;
+  std::istringstream lines(read_text(journal));
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) records.push_back(Json::parse(line));
+  for (Json& rec : records) {
+    const int sample = std::stoi(rec["id"].get<std::string>().substr(5));
+    if (sample < 6 && rec["repeat"] == 1) scale_record(rec, 1.5);
+  }
+  for (size_t i = 0, n = records.size(); i < n; ++i)
+    if (std::stoi(records[i]["id"].get<std::string>().substr(5)) >= 6 && records[i]["repeat"] == 2) {
+      Json fourth = records[i];
+      fourth["repeat"] = 3;
+      records.push_back(fourth);
+    }
+  std::string text;
+  for (const Json& rec : records) text += rec.dump() + "\n";
+  write_text(journal, text);
+
+  const Measured resumed = profile(tmp, "cut", 0.0, 3, 8, {{"SETTLE_CEILING", 0.95}});
+  EXPECT_EQ(resumed.calls, 12u * 3 + 6) << "only the six samples the interruption cut short were measured";
+  for (const auto& [id, o] : resumed.outcomes) {
+    EXPECT_EQ(o.repeats_ms.size(), 4u) << id;
+    EXPECT_EQ(o.stopped, "settled") << id;
   }
 }
 
