@@ -214,8 +214,8 @@ if os.path.exists(os.path.join(out, "test", "done")):
         folder = folder if os.path.isdir(folder) else os.path.dirname(meta)
         for kernel in os.environ["KERNELS"].split():
             predictor = KernelPredictor(os.path.join(folder, f"{kernel}.json"))
-            rows_ = list(csv.reader(open(os.path.join(out, "test", f"{kernel}.csv"))))
-            table = np.array([[float(v) for v in r[1:]] for r in rows_[1:]])
+            csv_rows = list(csv.reader(open(os.path.join(out, "test", f"{kernel}.csv"))))
+            table = np.array([[float(v) for v in r[1:]] for r in csv_rows[1:]])
             truth = table[:, -1]
             error = predictor.predict(table[:, :-1]) / truth - 1
             heldout.append(f"| {load}, {mode} | {kernel} | {len(truth)} | {100 * np.mean(abs(error) <= 0.05):.1f} % | "
