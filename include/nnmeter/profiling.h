@@ -66,7 +66,7 @@ struct ProfilerOptions {
   Json backend_config = Json::object();  // as read from backend_config.yaml
   fs::path registry_home;              // where registered plugins are looked up
   fs::path work_dir;                   // converted models go here
-  double timeout_s = 300;              // per model, conversion and profiling together
+  double timeout_s = 300;              // per model, conversion and profiling together; a worker's start too
   fs::path worker_executable;          // nn-meter-worker; empty: find_worker_executable()
   std::string label;                   // shown in progress lines, e.g. the kernel name
   bool progress = true;                // progress line on a terminal (never when stderr is not a tty)

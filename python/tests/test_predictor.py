@@ -331,3 +331,35 @@ def test_remeasure_noisy_repeats_only_unsettled_samples(registered, tmp_path, mo
         lo = sorted(old)
         if (lo[1] - lo[0]) / lo[0] <= 0.02:  # settled (SETTLE_TOLERANCE's default): nothing more measured
             assert new == old, key
+
+
+def test_warnings_are_said_once_per_process(registered, tmp_path, capfd):
+    """A NAS loop predicts the same model again and again: the predictor's noisy-build warning and the model's
+    uncovered / stand-in warnings are said once, then only counted (a line at the 10th, 100th... time)."""
+    import shutil
+    folder = tmp_path / "predictor"
+    shutil.copytree(registered[1] / "predictor_build" / "predictor", folder)
+    meta = json.loads((folder / "predictor.json").read_text())
+    meta["measurement_quality"] = {"verdict": "noisy", "reasons": ["drift probes moved 40 %"]}
+    (folder / "predictor.json").write_text(json.dumps(meta))
+    path = tmp_path / "mobilenet_v2.onnx"
+    nn_meter.networks.write("mobilenet_v2", str(path), resolution=64, width=0.5)
+    capfd.readouterr()
+    first = nn_meter.load_predictor_folder(str(folder))
+    again = nn_meter.load_predictor_folder(str(folder))
+    latencies = {first.predict(str(path)) for _ in range(25)} | {again.predict(str(path)) for _ in range(25)}
+    assert len(latencies) == 1
+    err = capfd.readouterr().err.splitlines()
+    noisy = [line for line in err if "was built on noisy measurements" in line]
+    assert len(noisy) == 1, err
+    about_model = [line for line in err if line.startswith(f"(nn-Meter) {path}: ")]
+    firsts = [line for line in about_model if "(the same warning" not in line]
+    tenths = [line for line in about_model if "(the same warning 10 times in this process" in line]
+    # Each warning about the model: its first time, then its 10th (50 calls reach no 100th).
+    assert firsts and len(tenths) == len(firsts) and len(about_model) == 2 * len(firsts), err
+    nn_meter.set_log_level("error")
+    try:
+        first.predict(str(path))
+        assert capfd.readouterr().err == ""
+    finally:
+        nn_meter.set_log_level("info")

@@ -148,7 +148,7 @@ void profile(Context& ctx, const BuildArgs& a, const std::string& kernel) {
 void add_common(CLI::App* cmd, BuildArgs& a) {
   cmd->add_option("--workspace", a.workspace, "path to the workspace (see nn-meter create)")->required();
   cmd->add_option("--backend", a.backend, "backend to profile on, e.g. onednn_cpu")->required();
-  cmd->add_option("--timeout", a.timeout_s, "seconds a model may take to convert and profile (default 300; a shard: its plan's)");
+  cmd->add_option("--timeout", a.timeout_s, "seconds a model may take to convert and profile, and a worker to start (default 300; a shard: its plan's)");
   cmd->add_option("--seed", a.seed, "sampling seed (default 1)");
   cmd->add_flag("--strict-machine", a.strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
 }

@@ -108,7 +108,7 @@ void add_measuring_options(CLI::App* cmd, EvaluateArgs& a) {
   cmd->add_option("--work-dir", a.work_dir,
                   "journal, converted models and results; rerun with the same folder to resume")
       ->capture_default_str();
-  cmd->add_option("--timeout", a.timeout_s, "seconds per measured repeat, conversion included")->capture_default_str();
+  cmd->add_option("--timeout", a.timeout_s, "seconds per measured repeat, conversion included, and for a worker to start")->capture_default_str();
   cmd->add_option("--seed", a.seed, "seed of the shuffled measuring order")->capture_default_str();
   cmd->add_flag("--strict-machine", a.strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
 }

@@ -56,7 +56,7 @@ void add_ruletest_commands(CLI::App& app, Context& ctx) {
   cmd->add_option("--testcases", args->testcases,
                   "comma-separated test cases, e.g. conv_relu,BF_dwconv_bn,MON (default: BASIC_TESTCASES and "
                   "OTHER_TESTCASES of ruletest_config.yaml)");
-  cmd->add_option("--timeout", args->timeout_s, "seconds a model may take to convert and profile (default 300)");
+  cmd->add_option("--timeout", args->timeout_s, "seconds a model may take to convert and profile, and a worker to start (default 300)");
   cmd->add_flag("--strict-machine", args->strict_machine, "refuse to measure when the machine check warns (nn-meter check-machine)");
   cmd->callback([&ctx, args] { ruletest(ctx, *args); });
 }

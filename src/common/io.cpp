@@ -1,14 +1,17 @@
 #include "common/io.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <limits>
 
 namespace nnmeter::io {
 
@@ -130,14 +133,35 @@ std::string read_file(const fs::path& path, uintmax_t max_bytes) {
   return bytes;
 }
 
+namespace {
+
+constexpr std::string_view kTempInfix = ".tmp.";
+
+// The PID in a temp file name write_file_atomic gives (".<name>.tmp.<pid>.<n>"), or 0 for any other name.
+pid_t temp_file_owner(const std::string& name) {
+  if (name.size() < 2 || name[0] != '.') return 0;
+  const size_t infix = name.rfind(kTempInfix);
+  if (infix == std::string::npos || infix == 0) return 0;
+  const std::string rest = name.substr(infix + kTempInfix.size());  // "<pid>.<n>"
+  const size_t dot = rest.find('.');
+  const auto digits = [](const std::string& s) {
+    return !s.empty() && s.size() <= 18 && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1))) return 0;
+  const long long pid = std::stoll(rest.substr(0, dot));
+  return pid > 0 && pid <= std::numeric_limits<pid_t>::max() ? static_cast<pid_t>(pid) : 0;
+}
+
+}  // namespace
+
 void write_file_atomic(const fs::path& path, std::string_view content) {
   static std::atomic<unsigned> counter{0};
   const fs::path parent = path.has_parent_path() ? path.parent_path() : fs::path(".");
   std::error_code ec;
   fs::create_directories(parent, ec);
   if (ec) throw Error("cannot create folder " + parent.string() + ": " + ec.message());
-  const fs::path temp = parent / ("." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
-                                  std::to_string(counter++));
+  const fs::path temp = parent / ("." + path.filename().string() + std::string(kTempInfix) + std::to_string(::getpid()) +
+                                  "." + std::to_string(counter++));
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw Error("cannot write " + path.string() + ": " + errno_text());
   size_t written = 0;
@@ -162,6 +186,21 @@ void write_file_atomic(const fs::path& path, std::string_view content) {
     ::unlink(temp.c_str());
     throw Error("cannot write " + path.string() + ": " + reason);
   }
+}
+
+size_t remove_stale_temp_files(const fs::path& folder) {
+  size_t removed = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(folder, fs::directory_options::skip_permission_denied, ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec) || it->is_symlink(ec)) continue;
+    const pid_t owner = temp_file_owner(it->path().filename().string());
+    // A live owner (this process, a concurrent run, or an unrelated process that took a dead one's PID) keeps it.
+    if (owner == 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::error_code removing;
+    if (fs::remove(it->path(), removing)) ++removed;
+  }
+  return removed;
 }
 
 Json load_json_file(const fs::path& path) {

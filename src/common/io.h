@@ -15,8 +15,12 @@ namespace nnmeter::io {
 
 // A regular file only (a FIFO or device is an Error, not a hang); larger than `max_bytes` is an Error.
 std::string read_file(const fs::path& path, uintmax_t max_bytes = UINTMAX_MAX);
-// Writes `content` to `path` atomically; creates the parent folder.
+// Writes `content` to `path` atomically; creates the parent folder. The temp file beside it is
+// ".<name>.tmp.<pid>.<n>", which a process killed mid-write leaves behind.
 void write_file_atomic(const fs::path& path, std::string_view content);
+// Removes the temp files of write_file_atomic in `folder` and below whose process is gone (a killed run's),
+// and nothing else; returns how many. A run that resumes in its own folders calls it first.
+size_t remove_stale_temp_files(const fs::path& folder);
 
 Json load_json_file(const fs::path& path);
 // Writes JSON with 4-space indentation and a trailing newline, atomically.

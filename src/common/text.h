@@ -25,6 +25,14 @@ inline bool valid_utf8(const std::string& s) {
   }
 }
 
+// `s` with each byte that is not UTF-8 replaced by U+FFFD: a file name or a message (any bytes) as text that
+// JSON can hold.
+inline std::string utf8_replaced(const std::string& s) {
+  if (valid_utf8(s)) return s;
+  return nlohmann::json::parse(nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))
+      .get<std::string>();
+}
+
 // `s` as a quoted JSON string for a one-line message: escaped, bytes that are not UTF-8 replaced, cut at 80
 // bytes, so a name holding newlines or megabytes still gives one line.
 inline std::string quoted(const std::string& s) {

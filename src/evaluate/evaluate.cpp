@@ -12,6 +12,7 @@
 #include "common/accuracy.h"
 #include "common/hash.h"
 #include "common/io.h"
+#include "common/text.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel.h"
 #include "nnmeter/prediction.h"
@@ -258,9 +259,12 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     const fs::path& file = files[i];
     ModelEvaluation m;
     m.onnx = file;
-    m.name = file.stem().string();
+    m.name = utf8_replaced(file.stem().string());  // a file name is any bytes; the journal and results are JSON
     m.family = model_family(m.name);
     try {
+      // The worker's requests are JSON too: such a path cannot be sent to it.
+      if (!valid_utf8(file.string()))
+        throw Error(fmt::format("its path {} is not UTF-8 text: rename it", quoted(file.string())));
       const ModelPrediction p = predictor.predict_file(file);
       m.predicted_ms = p.latency_ms;
       m.kernels_ms = p.kernels_ms;
@@ -287,7 +291,7 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
           m.kernel_uses.push_back({kid, k.groups, k.work, k.latency_ms});
         }
     } catch (const std::exception& e) {
-      m.error = fmt::format("prediction failed: {}", e.what());
+      m.error = utf8_replaced(fmt::format("prediction failed: {}", e.what()));
       spdlog::warn("{}: {}", m.name, m.error);
     }
     // The measurement is reused only for the very same model bytes on the same backend configuration.
@@ -387,7 +391,7 @@ Json EvaluateReport::to_json() const {
   const auto list = [](const std::vector<ModelEvaluation>& ms) {
     Json models_json = Json::array();
     for (const auto& m : ms) {
-      Json j = {{"model", m.name}, {"family", m.family}, {"onnx", m.onnx.string()}};
+      Json j = {{"model", m.name}, {"family", m.family}, {"onnx", utf8_replaced(m.onnx.string())}};
       j["predicted_ms"] = m.predicted_ms ? Json(*m.predicted_ms) : Json(nullptr);
       j["measured_ms"] = m.measured_ms ? Json(*m.measured_ms) : Json(nullptr);
       const auto e = m.relative_error();

@@ -1,6 +1,7 @@
 // Loading an ONNX model into the front end's Graph: parsing with one-line errors, constants, static shapes
 // and the folding of everything computable at load time.
 #include <fcntl.h>
+#include <google/protobuf/stubs/common.h>
 #include <onnx/checker.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -266,6 +267,11 @@ class Loader {
   const Runtime& runtime_;
 };
 
+// protobuf's own check: predict runs it on every string of a model, and it allocates nothing.
+bool utf8(const std::string& s) {
+  return google::protobuf::internal::IsStructurallyValidUTF8(s.data(), static_cast<int>(s.size()));
+}
+
 void check_model(const onnx::ModelProto& model, const std::string& origin) {
   if (!model.has_graph()) throw Error(fmt::format("{} is not an ONNX model (no graph)", origin));
   try {
@@ -275,21 +281,34 @@ void check_model(const onnx::ModelProto& model, const std::string& origin) {
     msg = msg.substr(0, msg.find('\n'));
     throw Error(fmt::format("{} fails the ONNX checker: {}", origin, msg));
   }
-  // Names end up in the engines' plans (JSON), which hold UTF-8 only.
-  auto check_name = [&](const std::string& name) {
-    if (!valid_utf8(name)) throw Error(fmt::format("{}: tensor name {} is not UTF-8 text", origin, quoted(name)));
-  };
-  const onnx::GraphProto& g = model.graph();
-  for (const auto& v : g.input()) check_name(v.name());
-  for (const auto& v : g.output()) check_name(v.name());
-  for (const auto& t : g.initializer()) check_name(t.name());
-  for (const auto& n : g.node()) {
-    for (const auto& v : n.input()) check_name(v);
-    for (const auto& v : n.output()) check_name(v);
-  }
+  check_value_names(model.graph(), origin);
+  for (const auto& n : model.graph().node()) check_node_text(n, origin);
 }
 
 }  // namespace
+
+void check_node_text(const onnx::NodeProto& n, const std::string& origin) {
+  const auto check = [&](const std::string& text, std::string_view what) {
+    if (!utf8(text)) throw Error(fmt::format("{}: {} {} is not UTF-8 text", origin, what, quoted(text)));
+  };
+  check(n.name(), "node name");
+  check(n.op_type(), "op type");
+  check(n.domain(), "op domain");
+  for (const auto& t : n.input()) check(t, "tensor name");
+  for (const auto& t : n.output()) check(t, "tensor name");
+  for (const auto& a : n.attribute()) {
+    check(a.name(), "attribute name");
+    check(a.s(), "string attribute");
+  }
+}
+
+void check_value_names(const onnx::GraphProto& g, const std::string& origin) {
+  for (const auto* values : {&g.input(), &g.output(), &g.value_info()})
+    for (const auto& v : *values)
+      if (!utf8(v.name())) throw Error(fmt::format("{}: tensor name {} is not UTF-8 text", origin, quoted(v.name())));
+  for (const auto& t : g.initializer())
+    if (!utf8(t.name())) throw Error(fmt::format("{}: tensor name {} is not UTF-8 text", origin, quoted(t.name())));
+}
 
 Graph load_graph(onnx::ModelProto model, const std::string& origin, const Runtime& runtime) {
   Graph g;

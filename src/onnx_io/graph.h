@@ -68,6 +68,13 @@ struct Runtime {
 Graph load_graph(const fs::path& onnx_path, const Runtime& runtime);
 Graph load_graph(onnx::ModelProto model, const std::string& origin, const Runtime& runtime);
 
+// Names, op types and string attributes become JSON (the engines' plans, the nn-Meter IR, --json output),
+// which holds UTF-8 only, while protobuf's strings are any bytes: every command that reads a model refuses
+// one whose text is not UTF-8 with these one-line messages (throw Error).
+// check_value_names: the graph's inputs, outputs, value_info and initializers.
+void check_node_text(const onnx::NodeProto& node, const std::string& origin);
+void check_value_names(const onnx::GraphProto& graph, const std::string& origin);
+
 // The simplified model as ONNX: the runtime nodes with folded constants as initializers (the file stays
 // runnable by any ONNX runtime).
 onnx::ModelProto folded_model(const Graph& graph);

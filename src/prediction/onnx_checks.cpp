@@ -4,13 +4,13 @@
 // first, with one line naming the node.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <google/protobuf/stubs/common.h>
 #include <onnx/defs/schema.h>
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "onnx_io/graph.h"
 #include "prediction/internal.h"
 
 namespace nnmeter {
@@ -65,17 +65,6 @@ const std::vector<AttrBound>* attribute_bounds(const std::string& op) {
       {"MaxRoiPool", &roi},      {"RoiAlign", &roi}};
   auto it = table.find(op);
   return it == table.end() ? nullptr : it->second;
-}
-
-// Names, op types and string attributes become IR json strings, which must be UTF-8 (protobuf's proto2
-// strings are bytes).
-bool utf8(const std::string& s) { return google::protobuf::internal::IsStructurallyValidUTF8(s.data(), static_cast<int>(s.size())); }
-
-void check_text(const onnx::NodeProto& n, const std::string& origin) {
-  bool ok = utf8(n.name()) && utf8(n.op_type());
-  for (const auto& a : n.attribute()) ok = ok && utf8(a.name()) && utf8(a.s());
-  for (const auto& t : n.input()) ok = ok && utf8(t);
-  if (!ok) throw Error(fmt::format("a node of {} has a name, op type, tensor name or string attribute that is not UTF-8 text", origin));
 }
 
 void check_attributes(const onnx::NodeProto& n, const std::string& origin) {
@@ -163,10 +152,9 @@ void check_onnx_model(const onnx::ModelProto& model, const std::string& origin) 
   if (opset < lowest || opset > highest)
     throw Error(fmt::format("{} uses ONNX opset {}; nn-meter reads opsets {} to {}: re-export the model with one of them",
                             origin, opset, lowest, highest));
+  onnx_io::check_value_names(g, origin);
   // Graph inputs first: the window checks below compare against their ranks.
   for (const auto& vi : g.input()) {
-    if (!utf8(vi.name()))
-      throw Error(fmt::format("an input of {} has a name that is not UTF-8 text", origin));
     if (auto s = static_shape(vi.type()))
       check_tensor_shape(*s, [&] { return fmt::format("input '{}' of {}", vi.name(), origin); });
   }
@@ -179,7 +167,7 @@ void check_onnx_model(const onnx::ModelProto& model, const std::string& origin) 
   for_each_model_node(model, [&](const onnx::NodeProto& n) {
     if (++nodes > kMaxModelNodes)
       throw Error(fmt::format("{} has more than {} nodes, more than nn-meter reads", origin, kMaxModelNodes));
-    check_text(n, origin);
+    onnx_io::check_node_text(n, origin);
     check_attributes(n, origin);
     check_window_ranks(n, tensors, origin);
     for (const auto& a : n.attribute())

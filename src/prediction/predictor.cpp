@@ -2,7 +2,6 @@
 // kernels, loaded once; predict_* = IR → kernels → one batched regressor call per predictor kernel → sum.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <map>
@@ -11,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/io.h"
+#include "common/warn_once.h"
 #include "nnmeter/registry.h"
 #include "prediction/internal.h"
 
@@ -150,8 +150,9 @@ LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Reg
   state->rules = load_rules(folder, state->name);
   if (const Json& q = state->predictor.meta().measurement_quality; q.is_object() && q.value("verdict", "") == "noisy") {
     const Json reasons = q.value("reasons", Json::array());
-    spdlog::warn("predictor {} was built on noisy measurements (measurement_quality in its predictor.json){}", state->name,
-                 reasons.empty() || !reasons[0].is_string() ? "" : ": " + reasons[0].get<std::string>());
+    warn_once("noisy predictor " + fs::absolute(folder).string(),
+              fmt::format("predictor {} was built on noisy measurements (measurement_quality in its predictor.json){}",
+                          state->name, reasons.empty() || !reasons[0].is_string() ? "" : ": " + reasons[0].get<std::string>()));
   }
   if (const fs::path file = folder / kCompositionFile; fs::exists(file))
     state->composition = CompositionModel::from_json(io::load_json_file(file), file.string());
@@ -159,7 +160,9 @@ LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Reg
     try {
       state->parsers[kernel] = parser_for(kernel, &registry);
     } catch (const Error& e) {
-      spdlog::warn("predictor {}: kernel '{}' is skipped, its feature parser is unavailable: {}", state->name, kernel, e.what());
+      warn_once(fmt::format("skipped kernel {} {}", fs::absolute(folder).string(), kernel),
+                fmt::format("predictor {}: kernel '{}' is skipped, its feature parser is unavailable: {}", state->name,
+                            kernel, e.what()));
     }
   }
   return LatencyPredictor(std::move(state));
@@ -287,17 +290,22 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       parts.push_back(fmt::format("{} x{}", what, count));
       n += count;
     }
-    spdlog::warn("{}: {} kernels are predicted by another kernel's regressor (the predictor has none of their own): {}",
-                 ir.origin, n, fmt::join(parts, ", "));
+    // Said once per model and predictor in a process (common/warn_once.h): a loop predicting it again repeats nothing.
+    warn_once(fmt::format("stand-ins {} {} {}", s.name, ir.origin, fmt::join(parts, ", ")),
+              fmt::format("{}: {} kernels are predicted by another kernel's regressor (the predictor has none of their "
+                          "own): {}", ir.origin, n, fmt::join(parts, ", ")));
   }
   if (!out.uncovered.empty()) {
     std::map<std::string, size_t> types;
     for (const auto& u : out.uncovered) ++types[u.type];
     std::vector<std::string> parts;
     for (const auto& [t, n] : types) parts.push_back(fmt::format("{} x{}", t, n));
-    spdlog::warn("{}: {} of {} ops ({:.1f}%) have no predictor and are not counted: {}", ir.origin, out.uncovered.size(),
-                 out.node_count, 100.0 * static_cast<double>(out.uncovered.size()) / static_cast<double>(std::max<size_t>(1, out.node_count)),
-                 fmt::join(parts, ", "));
+    warn_once(fmt::format("uncovered {} {} {}", s.name, ir.origin, fmt::join(parts, ", ")),
+              fmt::format("{}: {} of {} ops ({:.1f}%) have no predictor and are not counted: {}", ir.origin,
+                          out.uncovered.size(), out.node_count,
+                          100.0 * static_cast<double>(out.uncovered.size()) /
+                              static_cast<double>(std::max<size_t>(1, out.node_count)),
+                          fmt::join(parts, ", ")));
   }
   return out;
 }

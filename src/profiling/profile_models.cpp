@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "common/io.h"
 #include "common/progress.h"
 #include "common/rng.h"
 #include "common/worker_process.h"
@@ -26,7 +27,6 @@ namespace nnmeter {
 
 namespace {
 
-constexpr double kStartupTimeoutS = 120;
 // A worker is replaced after this many measurements even when none repeats a job, so that no process's
 // level weighs on too many samples of one run.
 constexpr size_t kMeasurementsPerWorker = 16;
@@ -149,6 +149,16 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
   const MeasurementProtocol protocol = MeasurementProtocol::from_config(options.backend_config);
   std::vector<std::unique_ptr<Journal>> journals;
   for (const auto& b : batches) journals.push_back(std::make_unique<Journal>(b.journal, b.base_journal));
+  // A run killed mid-write left write_file_atomic's temp files in its folders; this one, which holds their
+  // journals now, removes them first. A sharded parent measures nothing here and leaves its shards' alone.
+  if (!options.sharding.active()) {
+    std::set<fs::path> folders = {options.work_dir};
+    for (const auto& b : batches) folders.insert(b.journal.parent_path());
+    for (const auto& folder : folders)
+      if (const size_t n = io::remove_stale_temp_files(folder))
+        spdlog::info("{}: removed {} temp file{} an interrupted run left in {}", options.label, n, n == 1 ? "" : "s",
+                     folder.string());
+  }
 
   // Every (batch, job, repeat) not yet journaled, in one seeded shuffled order: drift over the run must not
   // line up with a kernel, a config or a repeat index. Resuming recomputes the same set minus what is done.
@@ -277,7 +287,8 @@ std::vector<std::map<std::string, ProfileOutcome>> profile_batches(const std::ve
       if (!worker || !worker->alive() || served.count(key) || served.size() >= kMeasurementsPerWorker) {
         worker.reset();
         served.clear();
-        worker = std::make_unique<WorkerProcess>(executable, hello, worker_log, kStartupTimeoutS, environment);
+        // --timeout bounds a worker's start too: a backend whose constructor hangs costs the run that long.
+        worker = std::make_unique<WorkerProcess>(executable, hello, worker_log, options.timeout_s, environment);
       }
       served.insert(key);
       const Json request = {{"id", job.id},

@@ -1,13 +1,14 @@
 #include "nnmeter/registry.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <mutex>
 #include <set>
 
 #include "common/io.h"
+#include "common/warn_once.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/fusion.h"
 #include "nnmeter/kernel.h"
@@ -72,13 +73,9 @@ std::string meta_text(const Json& value, const std::string& key, const fs::path&
 // A bad entry already on disk (hand-edited, or written by an older nn-meter) is skipped with one warning
 // per process, so it cannot take every command down; unregister still removes it.
 void warn_skipped_entry(const fs::path& file, const std::string& what, const std::string& name, const std::string& why) {
-  static std::mutex mutex;
-  static std::set<std::string> warned;
-  std::lock_guard lock(mutex);
-  const std::string key = file.string() + "\n" + what + "\n" + name;
-  if (!warned.insert(key).second) return;
-  spdlog::warn("WARNING: {}: ignoring {} {}: {} (remove it with nn-meter unregister --{}=NAME)", file.string(), what,
-               quoted_name(name), why, what);
+  warn_once("registry entry " + file.string() + "\n" + what + "\n" + name,
+            fmt::format("WARNING: {}: ignoring {} {}: {} (remove it with nn-meter unregister --{}=NAME)", file.string(),
+                        what, quoted_name(name), why, what));
 }
 
 // Returns {name, normalized meta}. Unknown keys are reported, not fatal (a typo should be visible).

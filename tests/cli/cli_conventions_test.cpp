@@ -102,6 +102,16 @@ TEST(CliConventions, NamesAreEscapedAndInputsCountedOnce) {
                                  "--output-dir", (dir / "out4").string()},
                                 home.path()),
                         "tensor name \"x\\ny\ufffd\" is not UTF-8 text");
+  // A node name, as the user had it: the same one line from every engine, never a JSON exception.
+  onnx::ModelProto named;
+  ASSERT_TRUE(named.ParseFromString(read_text(model)));
+  named.mutable_graph()->mutable_node(0)->set_name(bytes);
+  write_text(dir / "node_bytes.onnx", named.SerializeAsString());
+  for (const std::string backend : {"onednn_cpu", "xnnpack_cpu"})
+    expect_one_line_error(run_cli({"backend", backend, "run", "--onnx-path", (dir / "node_bytes.onnx").string(), "--input",
+                                   model + ".pb", "--output-dir", (dir / ("out_" + backend)).string()},
+                                  home.path()),
+                          "node name \"x\\ny\ufffd\" is not UTF-8 text");
 
   networks::LayerBuilder two("two");
   two.output(two.add(two.input("a", {1, 4}), two.input("b", {1, 4})));

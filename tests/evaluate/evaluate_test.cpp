@@ -498,6 +498,34 @@ TEST_F(EvaluateCli, BadInputIsOneLine) {
   }
 }
 
+// File names are any bytes and a model's names may not be UTF-8: evaluate names and skips the models it cannot
+// read or send to its worker (JSON), scores the rest, and its journal, results and --json stay whole.
+TEST_F(EvaluateCli, NamesThatAreNotUtf8AreSkippedOrReplacedNeverAJsonException) {
+  const std::string odd = std::string("net") + static_cast<char>(0xff);
+  const fs::path dir = work / "odd";
+  fs::create_directories(dir);
+  write_text(dir / (odd + ".onnx"), networks::build("resnet18", 32).model.SerializeAsString());
+  onnx::ModelProto named = networks::build("mobilenet_v2", 32).model;
+  named.mutable_graph()->mutable_node(0)->set_name(odd);
+  write_text(dir / "named.onnx", named.SerializeAsString());
+  write_text(dir / "plain.onnx", networks::build("resnet18", 32).model.SerializeAsString());
+  const CliResult r = run_cli({"--json", "evaluate", "--predictor", predictor().string(), "--onnx", dir.string(), "--config",
+                               quick().string(), "--work-dir", (work / "eval").string(), "--repeats", "1"},
+                              home());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  std::map<std::string, Json> by_name;
+  for (const auto& m : doc["models"]) by_name[m["model"].get<std::string>()] = m;
+  ASSERT_TRUE(by_name.count("net\ufffd")) << doc["models"].dump();
+  EXPECT_TRUE(contains(by_name["net\ufffd"]["failure"].get<std::string>(), "is not UTF-8 text: rename it"))
+      << by_name["net\ufffd"].dump();
+  ASSERT_TRUE(by_name.count("named"));
+  EXPECT_TRUE(contains(by_name["named"]["failure"].get<std::string>(), "node name \"net\ufffd\" is not UTF-8 text"))
+      << by_name["named"].dump();
+  EXPECT_TRUE(contains(read_text(work / "eval" / "results.csv"), "net\ufffd,"));
+  EXPECT_GT(by_name.at("plain")["measured_ms"].get<double>(), 0);
+}
+
 TEST_F(EvaluateCli, NothingScoredIsAnErrorAfterTheReport) {
   const CliResult r = run_cli({"evaluate", "--predictor", predictor().string(), "--onnx",
                                (models() / "zz_broken.onnx").string(), "--work-dir", (work / "none").string()},

@@ -164,6 +164,43 @@ TEST_F(PredictCli, HostileModelsAreOneLineErrors) {
   }
 }
 
+// A model's names are bytes nn-meter may not trust: text that is not UTF-8 (JSON cannot hold it) is refused with one
+// line naming what and where, in every form of predict and get_ir; a file name of such bytes is only a name.
+TEST_F(PredictCli, NamesThatAreNotUtf8AreOneLineErrorsOrReplaced) {
+  const std::string bad = std::string("relu") + static_cast<char>(0xff);
+  networks::LayerBuilder b("names");
+  b.output(b.relu(b.conv(b.input("x", {1, 8, 16, 16}), 8, 3)));
+  onnx::ModelProto node = b.model(), op_attr = b.model(), input = b.model();
+  node.mutable_graph()->mutable_node(1)->set_name(bad);
+  op_attr.mutable_graph()->mutable_node(0)->mutable_attribute(0)->set_name(bad);
+  input.mutable_graph()->mutable_input(0)->set_name(bad);
+  input.mutable_graph()->mutable_node(0)->set_input(0, bad);
+  const std::vector<std::pair<onnx::ModelProto, std::string>> cases = {
+      {node, "node name \"relu\ufffd\" is not UTF-8 text"},
+      {op_attr, "attribute name \"relu\ufffd\" is not UTF-8 text"},
+      {input, "tensor name \"relu\ufffd\" is not UTF-8 text"}};
+  for (const auto& [model, expected] : cases) {
+    const fs::path file = work / "names.onnx";
+    write_text(file, model.SerializeAsString());
+    for (const auto& form : std::vector<std::vector<std::string>>{{}, {"-v"}, {"--json"}}) {
+      std::vector<std::string> args = form;
+      for (const std::string a : {"predict", "--predictor", "tiny_cpu", "--onnx"}) args.push_back(a);
+      args.push_back(file.string());
+      expect_refused(args, expected);
+    }
+    expect_refused({"get_ir", "--onnx", file.string(), "-o", (work / "ir.json").string()}, expected);
+    EXPECT_FALSE(fs::exists(work / "ir.json"));
+  }
+  const fs::path odd_file = work / (bad + ".onnx");
+  write_text(odd_file, b.model().SerializeAsString());
+  const CliResult text = run_cli({"predict", "--predictor", "tiny_cpu", "--onnx", odd_file.string()}, home());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_GT(latency_in(text.out, bad + ".onnx"), 0);
+  const CliResult json = run_cli({"--json", "predict", "--predictor", "tiny_cpu", "--onnx", odd_file.string()}, home());
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_TRUE(contains(Json::parse(json.out).dump(), "relu\ufffd.onnx")) << json.out;
+}
+
 TEST_F(PredictCli, UncoveredOpsWarnButStillAnswer) {
   networks::LayerBuilder b("odd");
   const auto x = b.relu(b.input("x", {1, 8, 4, 4}));

@@ -71,6 +71,20 @@ TEST_F(ProfileModels, CrashHangAndErrorCostOneSampleEach) {
   EXPECT_NE(errors.find("BCRASH: "), std::string::npos);
 }
 
+// --timeout (timeout_s) bounds a worker's start too: a backend whose constructor hangs stops the run after it,
+// with one line saying so, and nothing is measured.
+TEST_F(ProfileModels, AWorkerWhoseBackendHangsAtStartIsGivenUpAfterTheTimeout) {
+  ::setenv("NNMETER_CHAOS_HANG", "constructor", 1);
+  options.timeout_s = 2;
+  const fs::path journal = tmp / "results" / "journal.jsonl";
+  const std::string error = test::error_of([&] { profile_models(jobs, options, journal, tmp / "results" / "errors.log"); });
+  ::unsetenv("NNMETER_CHAOS_HANG");
+  EXPECT_NE(error.find("the profiling worker did not start: timed out after 2 s"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  EXPECT_FALSE(fs::exists(tmp / "calls.txt"));
+  EXPECT_EQ(test::count_lines(journal), 0u);
+}
+
 TEST_F(ProfileModels, ResumeNeverProfilesAnIdTwiceAndSurvivesATornRecord) {
   const fs::path journal = tmp / "results" / "journal.jsonl";
   const fs::path error_log = tmp / "results" / "profile_error.log";

@@ -67,13 +67,18 @@ TEST(WorkerHardening, OneWriterPerJournal) {
   EXPECT_EQ(again.records().size(), 1u);
 }
 
-TEST(WorkerHardening, SecondProfileRunOnAWorkspaceIsRefused) {
-  TempDir tmp;
-  const fs::path home = tmp / "home", ws = tmp / "ws";
+// An onednn_cpu workspace with one relu sample, ready to profile.
+void create_relu_workspace(const fs::path& home, const fs::path& ws) {
   ASSERT_EQ(test::run_cli({"create", "--workspace", ws.string(), "--backend", "onednn_cpu"}, home).exit_code, 0);
   ASSERT_EQ(test::run_cli({"sample", "--workspace", ws.string(), "--kernel", "relu", "--num", "1", "--seed", "1"}, home)
                 .exit_code,
             0);
+}
+
+TEST(WorkerHardening, SecondProfileRunOnAWorkspaceIsRefused) {
+  TempDir tmp;
+  const fs::path home = tmp / "home", ws = tmp / "ws";
+  ASSERT_NO_FATAL_FAILURE(create_relu_workspace(home, ws));
   // This process plays the run that is already profiling.
   const Journal running(ws / "predictor_build" / "results" / "profile_journal_relu.jsonl");
   const test::CliResult r =
@@ -82,6 +87,29 @@ TEST(WorkerHardening, SecondProfileRunOnAWorkspaceIsRefused) {
   EXPECT_TRUE(test::contains(r.err, "in use by another nn-meter run (PID " + std::to_string(::getpid()) + ")")) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(ws / "predictor_build" / "results" / "profiled_relu.json"));
+}
+
+// A run killed mid-write leaves write_file_atomic's temp files; the run that resumes in the same folders
+// removes them (its own pattern only) and says how many.
+TEST(WorkerHardening, AResumedRunRemovesTheTempFilesAKilledWriterLeft) {
+  TempDir tmp;
+  const fs::path home = tmp / "home", ws = tmp / "ws";
+  ASSERT_NO_FATAL_FAILURE(create_relu_workspace(home, ws));
+  const fs::path build = ws / "predictor_build";
+  const std::vector<fs::path> left = {test::kill_mid_write(build / "converted" / "killed.onnx"),
+                                      test::kill_mid_write(build / "results" / "killed.json")};
+  const fs::path other = build / "converted" / ".tmp-notours";
+  test::write_text(other, "another program's");
+  const test::CliResult r =
+      test::run_cli({"profile", "--workspace", ws.string(), "--backend", "onednn_cpu", "--kernel", "relu"}, home);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(test::contains(r.out, "removed 1 temp file an interrupted run left in " + (build / "converted").string()))
+      << r.out;
+  EXPECT_TRUE(test::contains(r.out, "removed 1 temp file an interrupted run left in " + (build / "results").string()))
+      << r.out;
+  for (const auto& f : left) EXPECT_FALSE(fs::exists(f)) << f;
+  EXPECT_TRUE(fs::exists(other));
+  EXPECT_TRUE(fs::exists(build / "results" / "profiled_relu.json"));
 }
 
 // Only async-signal-safe calls happen in the forked children.

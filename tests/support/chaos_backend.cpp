@@ -11,6 +11,7 @@
 // burst), the noise a minimum of repeats should shrug off.
 // NNMETER_CHAOS_CRASH=static|constructor|get_version segfaults while the library loads, in the
 // constructor or in get_version: what registration, check-env and connect must survive.
+// NNMETER_CHAOS_HANG=constructor never returns from the constructor: what a worker's start must survive.
 #include <nnmeter/plugin.h>
 #include <signal.h>
 #include <unistd.h>
@@ -30,6 +31,12 @@ void crash_if(const char* stage) {
   if (when != nullptr && std::strcmp(when, stage) == 0) ::raise(SIGSEGV);
 }
 
+void hang_if(const char* stage) {
+  const char* when = std::getenv("NNMETER_CHAOS_HANG");
+  if (when != nullptr && std::strcmp(when, stage) == 0)
+    for (;;) ::pause();
+}
+
 const bool crashed_while_loading = [] {
   crash_if("static");
   return false;
@@ -37,7 +44,10 @@ const bool crashed_while_loading = [] {
 
 class chaosBackend : public nnmeter::plugin::Backend {
  public:
-  explicit chaosBackend(const json& config) : Backend(config) { crash_if("constructor"); }
+  explicit chaosBackend(const json& config) : Backend(config) {
+    crash_if("constructor");
+    hang_if("constructor");
+  }
   std::string get_version() const override {
     crash_if("get_version");
     return "chaos 1";

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 
+#include "common/io.h"
 #include "nnmeter/common.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -116,6 +118,31 @@ CliResult run_cli(const std::vector<std::string>& args, const fs::path& home,
   // The suite measures in parallel on a shared machine: the check before measuring would warn at random.
   full_env.try_emplace("NN_METER_MACHINE_CHECK", "off");
   return run_program(argv, full_env);
+}
+
+fs::path kill_mid_write(const fs::path& file) {
+  const std::string content(8 << 20, 'x');  // large enough to be caught between open and rename
+  const std::string prefix = "." + file.filename().string() + ".tmp.";
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+      for (;;) io::write_file_atomic(file, content);
+    }
+    const std::string mine = prefix + std::to_string(child) + ".";
+    auto temp = [&]() -> fs::path {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(file.parent_path(), ec))
+        if (e.path().filename().string().rfind(mine, 0) == 0) return e.path();
+      return {};
+    };
+    fs::path seen;
+    for (int poll = 0; poll < 100000 && seen.empty(); ++poll) seen = temp();
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);
+    if (const fs::path left = temp(); !left.empty()) return left;  // killed before its rename
+  }
+  throw std::runtime_error("no write of " + file.string() + " was caught mid-way");
 }
 
 }  // namespace nnmeter::test

@@ -49,4 +49,8 @@ inline bool contains(const std::string& text, const std::string& part) { return 
 // Lines of a text file (journals, logs); 0 when it does not exist.
 size_t count_lines(const fs::path& path);
 
+// SIGKILLs a child process while it writes `file` with io::write_file_atomic, as a run killed mid-write:
+// returns the temp file it left beside `file` (".<name>.tmp.<dead pid>.<n>").
+fs::path kill_mid_write(const fs::path& file);
+
 }  // namespace nnmeter::test
