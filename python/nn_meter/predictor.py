@@ -83,8 +83,9 @@ def _source(model, model_type, input_shape):
                          "(TensorFlow .pb and NNI IR are not supported: export the model to ONNX)")
     if model_type == "onnx":
         if isinstance(model, (str, os.PathLike)):
-            path = os.fspath(model)
-            return _nnmeter.ModelSource("file", path.encode(), path)
+            # A file name is any bytes: the core opens the very bytes, and names the file in text it can print.
+            raw = os.fsencode(model)
+            return _nnmeter.ModelSource("file", raw, raw.decode("utf-8", "replace"))
         if isinstance(model, (bytes, bytearray, memoryview)):
             return _nnmeter.ModelSource("bytes", bytes(model), "<ONNX bytes>")
         if hasattr(model, "SerializeToString"):  # onnx.ModelProto, without importing onnx here
@@ -96,9 +97,9 @@ def _source(model, model_type, input_shape):
         return _nnmeter.ModelSource("bytes", torch_to_onnx(model, input_shape), f"<torch {name}>")
     # nnmeter-ir
     if isinstance(model, (str, os.PathLike)):
-        path = os.fspath(model)
-        with open(path, "rb") as f:
-            return _nnmeter.ModelSource("ir", f.read(), path)
+        raw = os.fsencode(model)
+        with open(raw, "rb") as f:
+            return _nnmeter.ModelSource("ir", f.read(), raw.decode("utf-8", "replace"))
     if isinstance(model, dict):
         return _nnmeter.ModelSource("ir", dumps(model).encode(), "<nn-Meter IR dict>")
     raise TypeError(f"model_type='nnmeter-ir' takes a file path or a dict, not {type(model).__name__}")

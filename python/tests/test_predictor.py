@@ -66,6 +66,13 @@ def test_every_onnx_form_predicts_the_same(predictor, tmp_path):
     # The same number the CLI prints for the file.
     cli = run_cli("--json", "predict", "--predictor", "tiny", "--onnx", path, home=os.environ["NN_METER_HOME"])
     assert json.loads(cli.stdout)["m.onnx"]["latency_ms"] == pytest.approx(by_path, rel=1e-12)
+    # A file name is any bytes (Python's str holds the others as surrogates): the same file is predicted, named with
+    # U+FFFD for what is not UTF-8.
+    odd = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"m\xff.onnx"))
+    with open(odd, "wb") as f:
+        f.write(model.SerializeToString())
+    assert predictor.predict(odd) == by_path
+    assert predictor.predict_detail(odd)["model"].endswith("m\ufffd.onnx")
 
 
 def test_a_calibrated_folder_predicts_with_its_composition(registered, predictor, tmp_path):

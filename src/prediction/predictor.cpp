@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/io.h"
+#include "common/text.h"
 #include "common/warn_once.h"
 #include "nnmeter/registry.h"
 #include "prediction/internal.h"
@@ -340,7 +341,7 @@ Json ModelPrediction::to_json() const {
   }
   Json un = Json::array();
   for (const auto& u : uncovered) un.push_back({{"node", u.node}, {"type", u.type}, {"reason", u.reason}});
-  return {{"model", model},
+  return {{"model", utf8_replaced(model)},  // a file name is any bytes
           {"latency_ms", latency_ms},
           {"kernels_ms", kernels_ms},
           {"unscaled_ms", unscaled_ms},
