@@ -87,45 +87,66 @@ const char* to_string(RepeatStatistic statistic) {
   return "min";
 }
 
+namespace {
+
+// A key's declaration in protocol_params(): its default and range come from there only.
+const BackendParam& declared(const std::string& key) {
+  const auto& params = protocol_params();
+  const auto it = std::find_if(params.begin(), params.end(), [&](const BackendParam& p) { return p.name == key; });
+  if (it == params.end()) throw Error("internal: no protocol key " + key);
+  return *it;
+}
+
+}  // namespace
+
+const Json& MeasurementProtocol::declared_default(const char* key) { return declared(key).default_value; }
+
+std::optional<RepeatStatistic> repeat_statistic(const std::string& name) {
+  for (const RepeatStatistic s : {RepeatStatistic::min, RepeatStatistic::median, RepeatStatistic::mean})
+    if (name == to_string(s)) return s;
+  return std::nullopt;
+}
+
 MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const std::string& where) {
   MeasurementProtocol p;
   if (!config.is_object()) return p;
-  auto integer = [&](const char* key, int fallback, int lo, int hi) {
-    if (!config.contains(key) || config[key].is_null()) return fallback;
+  const auto given = [&](const char* key) { return config.contains(key) && !config[key].is_null(); };
+  auto integer = [&](const char* key, int& out) {
+    if (!given(key)) return;
+    const BackendParam& d = declared(key);
     const Json& v = config[key];
-    if (!v.is_number_integer() || v.get<long long>() < lo || v.get<long long>() > hi)
-      throw Error(fmt::format("{}: {} must be an integer from {} to {}, got {}", where, key, lo, hi, v.dump()));
-    return v.get<int>();
+    if (!v.is_number_integer() || v.get<long long>() < *d.min || v.get<long long>() > *d.max)
+      throw Error(fmt::format("{}: {} must be an integer from {} to {}, got {}", where, key, static_cast<long long>(*d.min),
+                              static_cast<long long>(*d.max), v.dump()));
+    out = v.get<int>();
   };
-  p.repeats = integer("REPEATS", p.repeats, 1, MeasurementProtocol::kMaxRepeats);
-  p.probe_every = integer("DRIFT_PROBE_EVERY", p.probe_every, 0, kMaxProbeEvery);
-  p.min_repeats = integer("MIN_REPEATS", p.min_repeats, 0, MeasurementProtocol::kMaxRepeats);
-  p.max_repeats = integer("MAX_REPEATS", p.max_repeats, 0, MeasurementProtocol::kMaxRepeats);
-  if (config.contains("SETTLE_TOLERANCE") && !config["SETTLE_TOLERANCE"].is_null()) {
-    const Json& v = config["SETTLE_TOLERANCE"];
-    if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1)
-      throw Error(fmt::format("{}: SETTLE_TOLERANCE must be a number in (0, 1], got {}", where, v.dump()));
-    p.settle_tolerance = v.get<double>();
-  }
-  if (config.contains("SETTLE_CEILING") && !config["SETTLE_CEILING"].is_null()) {
-    const Json& v = config["SETTLE_CEILING"];
-    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > 1)
-      throw Error(fmt::format("{}: SETTLE_CEILING must be a number in [0, 1], got {}", where, v.dump()));
-    p.settle_ceiling = v.get<double>();
-    if (p.settle_ceiling > 0 && !p.adaptive())
-      throw Error(fmt::format("{}: SETTLE_CEILING needs MAX_REPEATS (the most repeats a sample may get)", where));
-  }
+  auto number = [&](const char* key, double& out) {
+    if (!given(key)) return;
+    const BackendParam& d = declared(key);
+    const Json& v = config[key];
+    if (!v.is_number() || !(v.get<double>() >= *d.min) || v.get<double>() > *d.max)
+      throw Error(fmt::format("{}: {} must be a number in [{}, {}], got {}", where, key, *d.min, *d.max, v.dump()));
+    out = v.get<double>();
+  };
+  integer("REPEATS", p.repeats);
+  integer("DRIFT_PROBE_EVERY", p.probe_every);
+  integer("MIN_REPEATS", p.min_repeats);
+  integer("MAX_REPEATS", p.max_repeats);
+  number("SETTLE_TOLERANCE", p.settle_tolerance);
+  number("SETTLE_CEILING", p.settle_ceiling);
+  if (p.settle_ceiling > 0 && !p.adaptive())
+    throw Error(fmt::format("{}: SETTLE_CEILING needs MAX_REPEATS (the most repeats a sample may get)", where));
   if (p.adaptive() && p.first_repeats(p.repeats) > p.max_repeats)
     throw Error(fmt::format("{}: {} ({}) must not exceed MAX_REPEATS ({})", where,
                             p.min_repeats > 0 ? "MIN_REPEATS" : "REPEATS", p.first_repeats(p.repeats), p.max_repeats));
-  if (config.contains("HUGE_PAGES") && !config["HUGE_PAGES"].is_null()) {
+  if (given("HUGE_PAGES")) {
     if (!config["HUGE_PAGES"].is_boolean())
       throw Error(fmt::format("{}: HUGE_PAGES must be true or false, got {}", where, config["HUGE_PAGES"].dump()));
     p.huge_pages = config["HUGE_PAGES"].get<bool>();
   }
   // normalize or off; absent: off.
   const auto normalize = [&](const char* key) {
-    if (!config.contains(key) || config[key].is_null()) return false;
+    if (!given(key)) return false;
     const Json& v = config[key];
     // YAML reads a bare `off` as false.
     const std::string s = v.is_string() ? v.get<std::string>() : v.is_boolean() && !v.get<bool>() ? "off" : "";
@@ -134,13 +155,11 @@ MeasurementProtocol MeasurementProtocol::from_config(const Json& config, const s
   };
   p.normalize_shard_levels = normalize("SHARD_LEVELS");
   p.normalize_probe_levels = normalize("PROBE_LEVELS");
-  if (config.contains("REPEAT_STATISTIC") && !config["REPEAT_STATISTIC"].is_null()) {
+  if (given("REPEAT_STATISTIC")) {
     const Json& v = config["REPEAT_STATISTIC"];
-    const std::string s = v.is_string() ? v.get<std::string>() : "";
-    if (s == "min") p.statistic = RepeatStatistic::min;
-    else if (s == "median") p.statistic = RepeatStatistic::median;
-    else if (s == "mean") p.statistic = RepeatStatistic::mean;
-    else throw Error(fmt::format("{}: REPEAT_STATISTIC must be min, median or mean, got {}", where, v.dump()));
+    const auto s = repeat_statistic(v.is_string() ? v.get<std::string>() : "");
+    if (!s) throw Error(fmt::format("{}: REPEAT_STATISTIC must be min, median or mean, got {}", where, v.dump()));
+    p.statistic = *s;
   }
   return p;
 }

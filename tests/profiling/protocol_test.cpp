@@ -4,6 +4,7 @@
 
 #include "nnmeter/profiling.h"
 #include "nnmeter/protocol.h"
+#include "support/test_support.h"
 
 namespace nnmeter {
 namespace {
@@ -68,7 +69,7 @@ TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
   };
   EXPECT_EQ(error(Json{{"MIN_REPEATS", 8}, {"MAX_REPEATS", 4}}), "cfg.yaml: MIN_REPEATS (8) must not exceed MAX_REPEATS (4)");
   EXPECT_EQ(error(Json{{"REPEATS", 8}, {"MAX_REPEATS", 4}}), "cfg.yaml: REPEATS (8) must not exceed MAX_REPEATS (4)");
-  EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", 0}}).find("SETTLE_TOLERANCE must be a number in (0, 1]"), std::string::npos);
+  EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", 0}}).find("SETTLE_TOLERANCE must be a number in [0.0001, 1], got 0"), std::string::npos);
   EXPECT_NE(error(Json{{"SETTLE_TOLERANCE", -0.1}}).find("SETTLE_TOLERANCE"), std::string::npos);
   EXPECT_NE(error(Json{{"MAX_REPEATS", "many"}}).find("MAX_REPEATS must be an integer"), std::string::npos);
   EXPECT_DOUBLE_EQ(
@@ -80,6 +81,44 @@ TEST(Protocol, AdaptiveRepeatsKeysAndTheirMistakes) {
   EXPECT_NE(error(Json{{"MAX_REPEATS", 10}, {"SETTLE_CEILING", "high"}}).find("SETTLE_CEILING"), std::string::npos);
   // The declared params reject the same through every backend's config.
   EXPECT_THROW(resolve_backend_config(own_params(), Json{{"SETTLE_TOLERANCE", "tight"}}, "cfg.yaml"), Error);
+}
+
+// One declaration per key (protocol_params()): a default-constructed protocol holds the declared defaults, and
+// from_config takes exactly the declared range of every numeric key.
+TEST(Protocol, EveryKeysDefaultAndRangeAreTheDeclaredOnes) {
+  const MeasurementProtocol defaults;
+  const Json declared = resolve_backend_config({}, Json::object(), "cfg.yaml");
+  EXPECT_EQ(defaults.repeats, declared["REPEATS"].get<int>());
+  EXPECT_EQ(to_string(defaults.statistic), declared["REPEAT_STATISTIC"].get<std::string>());
+  EXPECT_EQ(defaults.probe_every, declared["DRIFT_PROBE_EVERY"].get<int>());
+  EXPECT_EQ(defaults.min_repeats, declared["MIN_REPEATS"].get<int>());
+  EXPECT_EQ(defaults.max_repeats, declared["MAX_REPEATS"].get<int>());
+  EXPECT_DOUBLE_EQ(defaults.settle_tolerance, declared["SETTLE_TOLERANCE"].get<double>());
+  EXPECT_DOUBLE_EQ(defaults.settle_ceiling, declared["SETTLE_CEILING"].get<double>());
+  EXPECT_EQ(defaults.huge_pages, declared["HUGE_PAGES"].get<bool>());
+  EXPECT_EQ(defaults.normalize_shard_levels, declared["SHARD_LEVELS"] == "normalize");
+  EXPECT_EQ(defaults.normalize_probe_levels, declared["PROBE_LEVELS"] == "normalize");
+  size_t ranged = 0;
+  for (const BackendParam& p : protocol_params()) {
+    if (!p.min || !p.max) continue;
+    ++ranged;
+    const bool integer = p.type == BackendParam::Type::Int;
+    const auto with = [&](double v) {
+      Json config = {{"MAX_REPEATS", MeasurementProtocol::kMaxRepeats}};
+      config[p.name] = integer ? Json(static_cast<long long>(v)) : Json(v);
+      return config;
+    };
+    EXPECT_NO_THROW(MeasurementProtocol::from_config(with(*p.min))) << p.name;
+    EXPECT_NO_THROW(MeasurementProtocol::from_config(with(*p.max))) << p.name;
+    std::vector<double> outside = {*p.min - 1, *p.max + 1};
+    if (!integer && *p.min > 0) outside.push_back(*p.min / 2);  // a float's lower bound is its own, not 0
+    for (const double v : outside)
+      EXPECT_NE(test::error_of([&] { MeasurementProtocol::from_config(with(v), "cfg.yaml"); })
+                    .find("cfg.yaml: " + p.name + " must be"),
+                std::string::npos)
+          << p.name << " " << v;
+  }
+  EXPECT_EQ(ranged, 6u);
 }
 
 // SHARD_LEVELS and PROBE_LEVELS: normalize or off.
