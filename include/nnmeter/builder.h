@@ -74,7 +74,8 @@ struct KernelBuildSummary {
 
 // The build's verdict on its own measurements: a kernel whose repeats agree (split-half) within ±10 % for fewer
 // than kQuietRepeatWithin10 of its samples, or a drift probe whose level moved by more than kQuietDrift over the
-// build, makes it "noisy" (a quiet machine here: ~95 % and a few %; a noisy day: 35–80 % and ±30 %). With
+// build, makes it "noisy" (the thresholds sit between a quiet machine's figures and a noisy day's;
+// docs/measurement.md). With
 // `levels_normalized` (PROBE_LEVELS normalize) the labels no longer carry the drift: it is recorded, and the
 // repeat ceilings, taken on the normalized repeats, judge what is left.
 // {"verdict": "ok"|"noisy", "reasons": [...], "kernels": {kernel: repeatability}, "drift": [...], "thresholds",

@@ -31,7 +31,7 @@ inline constexpr const char* kCompositionFile = "composition.json";  // in the p
 // The mix is by kernel as detected, not by the regressor that predicts it: a predictor without swish kernels
 // predicts EfficientNet's conv-swish with conv-bn-relu, and by regressor its mix (SE, dwconv, an activation
 // conv-bn-relu stands in for) looked like MobileNetV3's, whose prediction then took EfficientNet's residual
-// (bench/results/main-job-2026-12-05/neighbours-mix.txt). Files of format_version 2-5 were calibrated with the
+// (docs/cli-predict.md). Files of format_version 2-5 were calibrated with the
 // mix by predictor kernel and are read so (mix_of).
 struct CompositionNeighbour {
   std::string model;

@@ -48,7 +48,8 @@ double foreign_load(const CpuTimes& a, const CpuTimes& b, double own_seconds, do
 
 // The `n` allowed CPUs that were least busy over a short window. Two clock ticks are enough to tell a busy
 // CPU from an idle one; finer choices matter little, as every round is checked for load on all CPUs anyway,
-// and the window is paid by every measurement (50 ms had been 9 % of a build's profiling time).
+// and the window is paid by every measurement (a longer one had cost a noticeable share of a build's profiling
+// time; docs/profiling.md).
 std::vector<int> quietest_cpus(int n) {
   auto cpus = allowed_cpus();
   if (cpus.empty()) return cpus;
@@ -223,9 +224,10 @@ Measurement measure(const std::function<void()>& run, const MeasureSettings& s,
   std::optional<Pinning> pin;
   if (s.pin) pin.emplace(m.cpus, std::max(1, s.threads));
 
-  // MAX_TIME_MS: the runs of one process agree within 1-2 %, and a run of a second has no timer noise to
-  // average out, so the large kernels prior sampling draws (up to seconds a run, 26 runs a repeat) spent a
-  // sixth of a build's profiling time on runs that added nothing; 3 runs a round still give a median.
+  // MAX_TIME_MS: the runs of one process agree closely (docs/measurement.md), and a run of a second has no timer
+  // noise to average out, so the large kernels prior sampling draws (up to seconds a run) spent a good share of a
+  // build's profiling time on runs that added nothing (bench/RESULTS-accuracy.md); 3 runs a round still give a
+  // median.
   const auto past_max = [&s](Clock::time_point since) { return s.max_time_ms > 0 && ms_since(since) >= s.max_time_ms; };
   auto t0 = Clock::now();
   run();

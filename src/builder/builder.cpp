@@ -582,9 +582,8 @@ Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries
   for (const auto& d : drift) {
     if (d.ratio.empty()) continue;
     // The level judged is the running median of three: one probe measurement far off is one process's level,
-    // which the repeats of the samples measured then (other processes, other minutes) outvote; the accurate
-    // build of bench/results/accurate-2026-12-04/ was called noisy for two such spikes (+27…+42 %) in series
-    // otherwise within −17…+7 %. The raw range is kept beside it.
+    // which the repeats of the samples measured then (other processes, other minutes) outvote, so a lone spike no
+    // longer calls a build noisy (docs/measurement.md). The raw range is kept beside it.
     const std::vector<double> level = d.smoothed();
     const auto [lo, hi] = std::minmax_element(level.begin(), level.end());
     const auto [raw_lo, raw_hi] = std::minmax_element(d.ratio.begin(), d.ratio.end());

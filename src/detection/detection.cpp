@@ -138,9 +138,9 @@ namespace {
 // The builder's concat takes at most four inputs (kernels/structural_kernels.cpp). A wider one (DenseNet's
 // concatenate every earlier layer's output, up to 33) becomes the concats of its inputs taken at most four at a
 // time, as evenly as they go, each a kernel on the same node: a concat copies each input's channels pixel by
-// pixel, so it costs per input, not only per byte. On onednn_cpu DenseNet's concats of 14 inputs ran 1.6-1.9x a
+// pixel, so it costs per input, not only per byte. On onednn_cpu DenseNet's wide concats ran well above a
 // four-input concat of the same bytes (the leading inputs merged, as detection wrote them before), about the
-// sum of their groups (bench/results/densenet-concat-2026-12-04/summary.md).
+// sum of their groups (docs/accuracy.md).
 std::vector<DetectedKernel> concat_groups(const DetectedKernel& k) {
   const size_t n = k.config.size() - 1;  // CIN1..CINn and HW
   if (n <= 4) return {k};
@@ -189,8 +189,8 @@ std::vector<DetectedKernel> detect(const ModelIr& ir, const FusionRules& rules) 
     const auto& m = members[static_cast<size_t>(u)];
     if (m.empty()) continue;
     // A channel shuffle fused after a concat (BF_concat_channelshuffle_split) still moves every element once
-    // more: on onednn_cpu the fused block ran 1.8-2.1x the concat alone at ShuffleNetV2's sizes, the shuffle alone
-    // 0.8-0.9x (bench/results/shuffle-2026-12-03/summary.md), and no builder kernel measures the block. The concat
+    // more: on onednn_cpu the fused block ran about the concat plus the shuffle alone at ShuffleNetV2's sizes
+    // (docs/cli-fusion-rules.md), and no builder kernel measures the block. The concat
     // keeps the split the backend writes in place; the shuffle is a kernel of its own.
     std::vector<const Unit*> kernel, shuffles;
     for (const Unit* x : m) (m.front()->type == "concat" && x->type == "channelshuffle" ? shuffles : kernel).push_back(x);

@@ -121,8 +121,8 @@ void conv_config(const IrNode& n, const std::string& type, const std::string& ke
   const int64_t side = square_of(n, "kernel_shape", 1);
   c["KERNEL_SIZE"] = side;
   c["STRIDES"] = square_of(n, "strides", 1);
-  // Inception's 1×7 and 7×1 convs are 32 % of its predicted time; predicted as the 3×3 they round to, they took 9/7
-  // of their work and Inception v3 +14.7 % (bench/results/non-square-convs-2026-12-06/summary.md).
+  // Inception's 1×7 and 7×1 convs are a large share of its predicted time; predicted as the 3×3 they round to, they
+  // took 9/7 of their work and over-predicted Inception v3 (docs/cli-predict.md).
   if (const auto shape = n.attr.find("kernel_shape"); shape != n.attr.end() && shape->is_array()) {
     double area = 1;
     for (const auto& v : *shape) area *= v.get<double>();  // positive numbers: square_of checked them

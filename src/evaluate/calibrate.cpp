@@ -27,8 +27,8 @@ struct Form {
   bool kernel_cost = false;
   double scale_ridge = 0;  // > 0: kernel scales, pulled towards 1 this hard
 };
-// The ridge: of 1e-4 … 1e-2 tried on the 135 networks of one build, 1e-3 predicted families held out best (within
-// ±10 % 80.7 %; 1e-2 74.1 %, 1e-4 78.5 %), and did as well on the next build's (bench/results/kernel-scales-2026-12-05/).
+// The ridge: of 1e-4 … 1e-2, 1e-3 predicted families held out best on one build's networks and held on the next
+// build's (docs/accuracy.md).
 constexpr double kScaleRidge = 1e-3;
 const std::vector<Form> kForms = {{{}, false}, {{"fc"}, false}, {{}, true}, {{"fc"}, true}, {{}, true, kScaleRidge}};
 constexpr size_t kMinKernelCostNetworks = 8;
@@ -79,8 +79,8 @@ FormFit fit_form(const std::vector<ModelEvaluation>& models, const std::set<std:
 }
 
 // The neighbours' correction tried: how many, the weight of the footprint against the kernel mix, and the
-// statistic. On the accuracy bench (bench/RESULTS-accuracy.md), chosen this way on 49 or 72 calibration
-// networks, it lifted within ±5 % of 55 other networks by up to 15 points over the term alone where it was kept.
+// statistic. Chosen this way on the accuracy bench, it lifted the share of other networks within ±5 % over the
+// term alone where it was kept (bench/RESULTS-accuracy.md).
 constexpr int kNeighbourCounts[] = {1, 2, 3, 5, 7, 9};
 constexpr double kFootprintWeights[] = {0, 0.05, 0.1, 0.2, 0.3};
 constexpr size_t kMinNeighbourNetworks = 10;
@@ -147,8 +147,8 @@ void choose_neighbours(const std::vector<ModelEvaluation>& models, RepeatStatist
   for (const auto& c : candidates) scores.push_back(summary(c));
   // Only a correction that beats the term on both counts (as many networks within ±5 % or more, and a lower
   // RMSPE) is a candidate; of those, the most within ±5 %, then the lowest RMSPE. Ranking by ±5 % alone kept
-  // corrections that moved a few networks over the line and the rest further off: in a noisy session
-  // (bench/RESULTS-accuracy.md) they cost up to 24 points on other networks.
+  // corrections that moved a few networks over the line and the rest further off, at a large cost to the other
+  // networks in a noisy session (docs/profiling.md, bench/RESULTS-accuracy.md).
   const auto beats = [](const AccuracySummary& a, const AccuracySummary& b) {  // RMSPE in percent: 1e-6 is rounding
     return a.within5 > b.within5 || (a.within5 == b.within5 && a.rmspe < b.rmspe - 1e-6);
   };

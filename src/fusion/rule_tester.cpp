@@ -190,8 +190,8 @@ const Workspace& RuleTester::workspace() const { return impl_->ws; }
 fs::path RuleTester::rules_file() const { return impl_->results() / "detected_fusion_rule.json"; }
 
 // nn-Meter's criterion compares (T1 + T2) − T12 with α·min(T1, T2), each an average of noisy runs. When
-// one op dwarfs the other (a 3 ms conv and a 30 µs activation at nn-Meter's default sizes) the margin is
-// smaller than the run-to-run spread and the verdict would be a coin flip; such a case is reported
+// one op dwarfs the other (a conv of milliseconds and an activation of tens of µs at nn-Meter's default sizes) the
+// margin is smaller than the run-to-run spread and the verdict would be a coin flip; such a case is reported
 // undecided with what to change, never guessed.
 namespace {
 

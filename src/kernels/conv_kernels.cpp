@@ -5,7 +5,7 @@
 // engine runs as a post-op that costs far more than ReLU's, so a ReLU kernel under-predicts them.
 // gconv-bn-relu is ours too: a grouped conv (ResNeXt, RegNet) as one kernel with GROUPS in its config. Predicted
 // as GROUPS dense convs of one group each, a grouped conv of narrow groups carried a whole conv's fixed cost per
-// group: RegNetX-400MF's 16-channel groups came out +11.6 % (bench/RESULTS-accuracy.md).
+// group, and RegNet came out over-predicted (docs/cli-predict.md).
 #include "kernels/builtin.h"
 #include "kernels/config_check.h"
 

@@ -57,18 +57,17 @@ class BuiltinParser : public FeatureParser {
       feature.push_back(feature[0] * feature[1] / 1e6);
       return feature;
     }
-    // Ours: the elements a concat copies. Its time follows HW² · ΣCIN (530–740 ps an element on onednn_cpu at
-    // every size), a sum the power law cannot build from the inputs' channels read apart. With it, real networks'
-    // concats went from Σ +49.5 % to +17.7 % of their measured time, the other kernels' level
-    // (bench/RESULTS-accuracy.md).
+    // Ours: the elements a concat copies. Its time follows HW² · ΣCIN (the same per element on onednn_cpu at every
+    // size), a sum the power law cannot build from the inputs' channels read apart. With it, real networks' concats
+    // came down to the other kernels' level (docs/accuracy.md).
     if (extra_ == Extra::Concat) {
       feature.push_back(feature[0] * feature[0] * (feature[1] + feature[2] + feature[3] + feature[4]) / 1e6);
       return feature;
     }
     // Ours: the elements an SE block touches, HW² · CIN read by the pool and written by the multiply plus its two
     // FCs' CIN²/2 weights (kernels/structural_kernels.cpp). The sampler draws HW and CIN apart, so a real block at
-    // HW 7 with 960-1920 channels lies beyond every sample in (HW, CIN); retrained on the same 51 samples with this
-    // feature, 30 real SE blocks went from RMSPE 27.7 to 19.1 %, Σ -30 to -13.9 % (bench/results/quick-kernel-split-2026-12-06/).
+    // HW 7 with 960-1920 channels lies beyond every sample in (HW, CIN); retrained on the same samples with this
+    // feature, real SE blocks were predicted much closer (docs/accuracy.md).
     // The two parts as separate features did nothing: the power law multiplies its terms, it cannot add them.
     if (extra_ == Extra::Se) {
       feature.push_back((feature[0] * feature[0] * feature[1] + feature[1] * feature[1] / 2) / 1e6);
@@ -98,8 +97,8 @@ class BuiltinParser : public FeatureParser {
     }
     feature.push_back(flops / 2e6);
     feature.push_back(params / 1e6);
-    // A group's width sets how well the engine vectorizes it: on onednn_cpu 2-channel groups ran at 4 GFLOP/s,
-    // 64-channel ones at 236, for the same FLOPs (bench/RESULTS-accuracy.md).
+    // A group's width sets how well the engine vectorizes it: on onednn_cpu narrow groups ran far slower than wide
+    // ones for the same FLOPs (docs/accuracy.md).
     if (extra_ == Extra::GConv) feature.push_back(feature[1] / feature[5]);
     return feature;
   }

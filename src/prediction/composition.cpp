@@ -1,21 +1,19 @@
 // The composition term: a network against the sum of its kernels measured alone. The builder measures each
 // kernel after evicting its own buffers, so it starts from empty caches; inside a network every layer meets
 // caches full of the layers before it (dirty activations to write back, cold TLB). Measured on onednn_cpu,
-// the gap grows with the network's footprint: ~0 for networks that stay in the last-level cache, 10-16 %
-// for large ones (bench/RESULTS-accuracy.md). One factor cannot fit both, so the term is a power of the
+// the gap grows with the network's footprint: about nothing for networks that stay in the last-level cache,
+// more for large ones (docs/profiling.md). One factor cannot fit both, so the term is a power of the
 // footprint, fitted on measured networks. Some kernels take no part in that gap: a batch-1 fully connected
-// layer streams weights far larger than the caches from memory alone as inside a network (AlexNet and
-// VGG: their plain sums within 2-8 % of the measurement, while the footprint's factor added 14 %), so the
-// term can leave named kernels unscaled. A kernel measured alone also pays a run's fixed cost that a network
-// pays once: on the 135 calibration networks of an `accurate` build (bench/results/accurate-2026-12-04/),
-// measured ≈ a · Σ kernels + b · their count fitted b = −4.5 µs a kernel, and with the footprint's term alone
-// each family held out ShuffleNet (33 µs a kernel on average) came out +17 % where ResNets (500 µs) stayed
-// within ±3 %; so the term can take a cost off each kernel before scaling. Nor do all kernel types meet the
-// network the same way: in an `accurate` build's 135 networks, each family held out, a scale of each type's Σ
-// (dwconv-bn-relu, bnrelu and concat ×1.2-1.3 against the common factor, conv-bn-swish ×0.8) took within ±10 %
-// from 80.0 to 86.7 % and RMSPE from 8.0 to 7.2 % (bench/results/kernel-scales-2026-12-05/), so the term can
-// scale each type apart. What the term leaves is shared by networks of one architecture, so the
-// residuals of the calibration networks nearest in kernel mix correct it (NeighbourCorrection).
+// layer streams weights far larger than the caches from memory alone as inside a network (AlexNet's and VGG's
+// plain sums already near the measurement, which the footprint's factor overshot; bench/RESULTS-accuracy.md), so
+// the term can leave named kernels unscaled. A kernel measured alone also pays a run's fixed cost that a network
+// pays once, which weighs on networks of many small kernels (ShuffleNet) and not on ones of few large kernels
+// (ResNets; docs/profiling.md); so the term can take a cost off each kernel before scaling. Nor do all kernel
+// types meet the network the same way: memory-bound types (dwconv-bn-relu, bnrelu, concat) slow more inside it
+// than the common factor, swish convs less, and scaling each type's Σ apart predicted families held out better
+// (docs/accuracy.md), so the term can scale each type apart. What the term leaves is shared by networks of one
+// architecture, so the residuals of the calibration networks nearest in kernel mix correct it
+// (NeighbourCorrection).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -378,12 +376,11 @@ TermFit fit_term(const std::vector<CompositionPoint>& points, const std::set<std
   weighted_fit();
   residuals();
   // Huber's weights instead of plain least squares. A calibration network whose kernels the predictor misses
-  // (on onednn_cpu ResNets at 112-128 px: their kernel sums 10-18 % under the measurement where most other
-  // networks' sit within ±8 %) is an error of the kernel predictors, not of the composition; least squares
-  // let those few tilt the term for every network. Measured on the accuracy bench (bench/RESULTS-accuracy.md):
-  // over 14 calibrate-and-score runs of prior-sample predictors, within ±5 % of the evaluated networks rose in
-  // 13 (+1.8…+9.1 points, −5.4 in one) and RMSPE rose in none. Fewer than 8 networks say too little about the
-  // spread to call any of them an outlier.
+  // (on onednn_cpu the ResNets at small resolutions, their kernel sums well under the measurement where most
+  // other networks' sit close to it) is an error of the kernel predictors, not of the composition; least squares
+  // let those few tilt the term for every network. On the accuracy bench the robust fit raised the evaluated
+  // networks' share within ±5 % in nearly every run and never worsened RMSPE (bench/RESULTS-accuracy.md). Fewer
+  // than 8 networks say too little about the spread to call any of them an outlier.
   Json fit = {{"method", "least_squares"}, {"networks", points.size()}};
   if (points.size() >= 8) {
     for (int iteration = 0; iteration < 100; ++iteration) {
@@ -518,8 +515,8 @@ CompositionModel fit_composition(const std::vector<CompositionPoint>& points, st
       if (ms > 0 && !unscaled_kernels.count(kernel) && std::find(types.begin(), types.end(), kernel) == types.end())
         types.push_back(kernel);
   if (!(scale_ridge > 0) || types.empty()) return fit.model;
-  // The scales and the term depend on each other: each fitted in turn with the other held. On the 135 networks of
-  // bench/results/kernel-scales-2026-12-05/ the held-out figures moved by at most one network from 5 to 20 rounds.
+  // The scales and the term depend on each other: each fitted in turn with the other held. More rounds than these
+  // hardly moved the held-out figures (docs/accuracy.md).
   constexpr int kRounds = 5;
   std::map<std::string, double> scales;
   std::vector<CompositionPoint> scaled = points;

@@ -1,7 +1,7 @@
 // Static shapes for the ops CNN exporters write, without ONNX's shape inference: that builds a TypeProto
-// and an inference context per node and was half of a MobileNetV2 prediction. Anything this file does not
-// know for certain (an op outside the list, auto_pad, a shape that does not check out, a reshape target it
-// cannot evaluate) makes it give up, and the caller runs ONNX's inference instead, so results and errors
+// and an inference context per node and was a large part of a prediction (docs/cli-predict.md). Anything this
+// file does not know for certain (an op outside the list, auto_pad, a shape that does not check out, a reshape
+// target it cannot evaluate) makes it give up, and the caller runs ONNX's inference instead, so results and errors
 // stay ONNX's. tests/prediction/shape_inference_test.cpp holds the two equal over the model zoo.
 #include <fmt/format.h>
 

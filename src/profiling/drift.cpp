@@ -10,8 +10,9 @@ namespace nnmeter {
 
 namespace {
 
-// A probe's level is set per process like any measurement's (one start came out 29 % off the 14 after it), so
-// the reference and the end point are each the median of a few consecutive measurements, not one.
+// A probe's level is set per process like any measurement's (one measurement may be far off the ones after it;
+// docs/profiling.md), so the reference and the end point are each the median of a few consecutive measurements,
+// not one.
 constexpr size_t kDriftWindow = 3;
 
 double median_of(std::vector<double> v) {

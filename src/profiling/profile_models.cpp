@@ -125,9 +125,8 @@ ProfileOutcome outcome_from_records(const std::string& id, const std::vector<Jso
 
 // The environment a worker starts with under the protocol. Huge pages: where page faults are expensive
 // (virtual machines above all), loading a model is mostly faulting in the fresh pages its weights are
-// copied into — a 100 MB fc kernel's measurement took 10 s with 4 KB pages and 2.3 s with huge pages, and a
-// build's profiling half the time, while the latencies measured did not move beyond the per-process noise
-// (bench/RESULTS-main-job.md). A hugetlb setting the user gave in GLIBC_TUNABLES wins.
+// copied into, and huge pages cut that time while the latencies measured did not move beyond the per-process
+// noise (bench/RESULTS-main-job.md). A hugetlb setting the user gave in GLIBC_TUNABLES wins.
 std::vector<std::string> worker_environment(const MeasurementProtocol& protocol) {
   if (!protocol.huge_pages) return {};
   const char* given = std::getenv("GLIBC_TUNABLES");

@@ -124,8 +124,8 @@ void configure(BoosterHandle b, const RegressorParams& p, size_t n_features, dou
   set_param(b, "validate_parameters", "1");
   set_param(b, "verbosity", "1");
   set_param(b, "objective", "reg:squarederror");
-  // exact: deep sklearn-like trees are fast with it; lossguide with unlimited depth is pathological (0.4 s vs
-  // 499 s measured, on this project's build machine).
+  // exact: deep sklearn-like trees are fast with it; lossguide with unlimited depth is pathological
+  // (docs/notes-predictor.md).
   set_param(b, "tree_method", "exact");
   set_param(b, "nthread", std::to_string(p.threads));
   set_param(b, "seed", std::to_string(p.seed));

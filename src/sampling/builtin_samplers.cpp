@@ -194,11 +194,10 @@ class BuiltinSampler : public ConfigSampler {
     return out;
   }
 
-  // HW, CIN, COUT and KERNEL_SIZE drawn apart multiply into layers no network has: 21 of a `quick` build's 292 conv
-  // samples were larger than the prior library's largest layer (VGG's 3.7 GFLOP), up to 374 GFLOP and 3.4 s a run,
-  // and took most of the kernel's measuring time, while the regressor retrained without them predicted the main
-  // job's conv layers as well or better (bench/results/quick-conv-samples-2026-12-05/summary.md). Such a sample
-  // gets a smaller HW, as the grouped convs' do; its other keys and every other sample stay the seed's.
+  // HW, CIN, COUT and KERNEL_SIZE drawn apart multiply into layers no network has: the few samples larger than the
+  // prior library's largest layer took most of the kernel's measuring time, while the regressor retrained without
+  // them predicted the main job's conv layers as well or better (docs/accuracy.md). Such a sample gets a smaller
+  // HW, as the grouped convs' do; its other keys and every other sample stay the seed's.
   static void within_largest_layer(std::vector<KernelConfig>& out, const PriorTable& t) {
     auto macs = [](double hw, double cin, double cout, double k, double s) { return (hw / s) * (hw / s) * cin * cout * k * k; };
     double largest = 0;
@@ -215,13 +214,13 @@ class BuiltinSampler : public ConfigSampler {
   }
 
   // STEM_SAMPLES: a network's first conv reads the 3-channel image at full resolution, and its speed per FLOP is
-  // unlike any other layer's. Column-wise draws give no such layer and PRIOR_ROWS rarely one (7 distinct stems
-  // among the library's 1,251 rows): the main job's build had none among its 165 conv samples and predicted real
-  // stems 4-5x too slow, +11 % on a whole MobileNetV3 at 224 (bench/RESULTS-main-job.md). That share of the
-  // samples becomes stems at the resolutions networks are run at, at positions of a stream of its own.
+  // unlike any other layer's. Column-wise draws give no such layer and PRIOR_ROWS rarely one (the library has few
+  // distinct stems): a build without one predicted real stems far too slow, and the whole networks too slow with
+  // them (bench/RESULTS-main-job.md). That share of the samples becomes stems at the resolutions networks are run at,
+  // at positions of a stream of its own.
   //
   // Stems come in a few forms, and a form no sample has is extrapolated: AlexNet's 11x11 stride-4 stem came out
-  // 2.2x too slow without a sample of its form and 1.2x with one (bench/RESULTS-accuracy.md). So each form is
+  // far too slow without a sample of its form, close with one (docs/accuracy.md). So each form is
   // drawn once before any is drawn twice; the rest follow the forms' weights (their share among the families we know).
   void add_stems(std::vector<KernelConfig>& out, Rng& rng) const {
     struct Form {
@@ -276,11 +275,11 @@ class BuiltinSampler : public ConfigSampler {
   // so every sample is drawn: HW and CIN from the conv columns, then a group width, CIN rounded to whole groups.
   // Channels are whole groups already, so ALIGNED_CHANNELS and PRIOR_ROWS leave these samples alone.
   std::vector<KernelConfig> gconv_prior(int n, Rng& rng) const {
-    // Groups of 2 channels ran some 50 times slower per FLOP than those of 16 or more on onednn_cpu (medians 4
-    // and 180-240 GFLOP/s), and no torchvision network has them: such samples taught the regressor outliers.
-    // Groups of 6-15 channels off a multiple of 8 (ShuffleNet v1's narrow widths) run a gemm path 3-10x slower;
-    // drawn among these samples they made the regressor over-predict RegNet's grouped convs by 38 %, so they stay
-    // out until a feature tells the paths apart (bench/results/unseen-families-2026-12-05/summary.md).
+    // Groups of 2 channels ran far slower per FLOP than those of 16 or more on onednn_cpu, and no torchvision
+    // network has them: such samples taught the regressor outliers. Groups of 6-15 channels off a multiple of 8
+    // (ShuffleNet v1's narrow widths) run a slower gemm path; drawn among these samples they made the regressor
+    // over-predict RegNet's grouped convs, so they stay out until a feature tells the paths apart
+    // (docs/accuracy.md).
     static const std::vector<int64_t> kGroupWidths = {4, 8, 16, 24, 32, 48, 64, 128};
     static const std::vector<int64_t> kFewGroups = {2, 3, 4, 8};
     static constexpr int64_t kMaxGroupedActivation = 56 * 56 * 256;
@@ -296,9 +295,9 @@ class BuiltinSampler : public ConfigSampler {
       int64_t groups = 0, cin = 0, cout = 0, ks = kss[i];
       if (i % 3 == 2) {
         // One sample in three is a few wide groups: ShuffleNet v1's 1x1 convs of 3 groups (240 → 60 → 240
-        // channels) were predicted +22…+51 % by a regressor whose samples were all many narrow groups
-        // (bench/results/quick-gconv-2026-12-06/summary.md). Groups of at least 16 channels, a multiple of 4,
-        // keep to the fast path (the paragraph above).
+        // channels) were over-predicted by a regressor whose samples were all many narrow groups
+        // (docs/cli-sampling.md). Groups of at least 16 channels, a multiple of 4, keep to the fast path (the
+        // paragraph above).
         groups = kFewGroups[rng.below(kFewGroups.size())];
         const int64_t width = std::clamp<int64_t>((cins[i] / groups + 2) / 4 * 4, 16, kernels::check::kMaxChannels / 4 / groups);
         cin = groups * width;
@@ -311,9 +310,9 @@ class BuiltinSampler : public ConfigSampler {
         cin = groups * width;
         cout = rng.below(4) == 0 ? 2 * cin : cin;  // mostly CIN → CIN, as ResNeXt-style blocks have them
       }
-      // HW and CIN are drawn apart, so a wide layer could come out at 224 x 224: 14 of 113 samples of a build
-      // beyond this bound took 86 % of the kernel's measuring time (up to 377 ms a run). torchvision's grouped
-      // layers stay within it (ResNeXt-101 32x8d: 256 channels at 56 x 56); a wider layer gets a smaller HW.
+      // HW and CIN are drawn apart, so a wide layer could come out at 224 x 224: the few samples of a build beyond
+      // this bound took most of the kernel's measuring time (docs/cli-sampling.md). torchvision's grouped layers
+      // stay within it (ResNeXt-101 32x8d: 256 channels at 56 x 56); a wider layer gets a smaller HW.
       const int64_t widest = std::max(cin, cout);
       const int64_t hw = largest_hw_within(hws[i], kHw, [&](int64_t h) { return h * h * widest > kMaxGroupedActivation; });
       out.push_back({{"HW", hw}, {"CIN", cin}, {"COUT", cout}, {"KERNEL_SIZE", ks}, {"STRIDES", ss[i]},
@@ -466,7 +465,7 @@ class BuiltinSampler : public ConfigSampler {
   // 224x224 input, so without it the predictors see no HW between those steps: a network at 128 or 160 has
   // feature maps of 64/32/16/8/4 or 80/40/20/10/5 the regressors can only guess at. Each sample's HW becomes
   // the one its layer has in a network at a resolution drawn from the list, ceil(HW * r / 224) as strided
-  // layers round. (On onednn_cpu's 55-network bench it made no difference beyond the noise: opt-in.)
+  // layers round. (On onednn_cpu it made no difference beyond the noise, docs/accuracy.md: opt-in.)
   void scale_to_resolutions(std::vector<KernelConfig>& out, Rng& resolution_rng) const {
     if (resolutions_.empty()) return;
     constexpr int64_t kPriorResolution = 224;

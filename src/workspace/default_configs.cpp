@@ -16,12 +16,12 @@ IMPLEMENT: onnx
 # BATCH_SIZE: batch dimension of every generated kernel model.
 BATCH_SIZE: 1
 # PRIOR_ROWS: share of the prior samples taken as whole layers of real CNNs from the prior library instead of
-# drawing each config value on its own (0 is nn-Meter's sampling; 0.3 cut the model-level error from +19.6 %
-# to +5.5 % on onednn_cpu, bench/RESULTS-accuracy.md). PRIOR_ROWS_EXCLUDE: [names] leaves out the library's
+# drawing each config value on its own (0 is nn-Meter's sampling; 0.3 cut the model-level error on onednn_cpu,
+# docs/accuracy.md, bench/RESULTS-accuracy.md). PRIOR_ROWS_EXCLUDE: [names] leaves out the library's
 # rows of those models (its `model` column), e.g. the ones you will evaluate the predictor on.
 PRIOR_ROWS: 0.3
 # STEM_SAMPLES: share of the conv samples that are a network's first conv, reading the 3-channel image at an
-# input resolution (absent: none, nn-Meter's sampling). Without them the stems were predicted 4-5x too slow
+# input resolution (absent: none, nn-Meter's sampling). Without them the stems were predicted far too slow
 # (bench/RESULTS-main-job.md).
 STEM_SAMPLES: 0.0625
 # SAMPLE_MODELS: [network sets, ONNX files or folders] adds every layer of these networks (each kernel as the

@@ -12,8 +12,8 @@ namespace {
 
 // Both presets measure alike: the settings of the runs behind them (scripts/main-job.sh and
 // bench/run_accuracy_bench.sh wrote the same backend_config.yaml).
-constexpr const char* kMeasurement = R"YAML(# Short rounds: inside one process the rounds agree within 1-2 %; what varies is the level of each process,
-# which the five repeats in fresh processes take care of (docs/measurement.md).
+constexpr const char* kMeasurement = R"YAML(# Short rounds: inside one process the rounds agree closely; what varies
+# is the level of each process, which the five repeats in fresh processes take care of (docs/measurement.md).
 NUM_THREADS: 1
 WARMUP_RUNS: 5
 NUM_RUNS: 10
@@ -25,31 +25,27 @@ DRIFT_PROBE_EVERY: 500
 )YAML";
 
 constexpr const char* kQuick = R"YAML(# Preset quick: the main job's predictor (scripts/main-job.sh). Thirteen kernels at modest sample counts with one
-# round of fine-grained sampling, calibrated on the 23 networks of the set calibration. On a 2-core VM its build
-# measured the kernels for 9-15 minutes and the calibration networks for 1.5. With 120 conv samples the predictor
-# scored the main job's four CNNs within ±10 % 100 % in four fresh runs of five, 50 % in the fifth; with 240, 75 %
-# in its first run (MobileNetV3 +11.8 %; term fitted in the evaluation's order; bench/RESULTS-main-job.md).
+# round of fine-grained sampling, calibrated on the 23 networks of the set calibration. Its measuring time and its
+# scores on the main job's four CNNs: docs/config.md and bench/RESULTS-main-job.md.
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1
-# A share of real CNN layers among the samples (0.3 cut the model-level error from +19.6 % to +5.5 % on
-# onednn_cpu, bench/RESULTS-accuracy.md). To evaluate on networks the samples never saw, list their families in
+# A share of real CNN layers among the samples (it cut the model-level error on onednn_cpu, docs/accuracy.md,
+# bench/RESULTS-accuracy.md). To evaluate on networks the samples never saw, list their families in
 # PRIOR_ROWS_EXCLUDE in your predictorbuild_config.yaml (scripts/main-job.sh does).
 PRIOR_ROWS: 0.3
 # One conv sample in 16 is a network's 3-channel stem, which no other sample teaches (bench/RESULTS-main-job.md).
 STEM_SAMPLES: 0.0625
-# Gradient boosting: on the same samples as random forest it put more held-out conv and dwconv samples within
-# ±10 % (61 and 83 % against 53 and 74 %) and more of real networks' conv and dwconv layers (50 and 83 % against 42
-# and 67 %; bench/RESULTS-main-job.md).
+# Gradient boosting: on the same samples as random forest it put more held-out conv and dwconv samples, and more
+# of real networks' conv and dwconv layers, within ±10 % (bench/RESULTS-main-job.md).
 REGRESSOR: gbdt
 # Measured by the repeat protocol once the kernels are trained; the composition term is fitted on them. None of
 # them is in the sets evaluation or main-job.
 CALIBRATION_NETWORKS: [calibration]
 # The conv kernel carries most of a dense network's time, and at a few hundred samples its regressor still
-# moves with the samples it gets: retrained on 120 of one machine's conv samples, it put ResNet-18's convs at
-# +7.5 % (sd 3.9) of their time alone, on 240 at +3.2 % (sd 1.7). Since conv samples stay within the largest real
-# layer (docs/cli-sampling.md), 240 drawn (277 with the fine-grained round) took 4.1 minutes to measure where 120
-# (173) had taken 3.9 (bench/results/quick-conv-samples-2026-12-05/summary.md).
+# moves with the samples it gets: twice the samples put ResNet-18's convs closer and steadier. Since conv samples
+# stay within the largest real layer (docs/cli-sampling.md), the extra samples hardly lengthen the measuring
+# (docs/accuracy.md).
 KERNELS:
   conv-bn-relu:   {INIT_SAMPLE_NUM: 240, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   dwconv-bn-relu: {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
@@ -63,18 +59,15 @@ KERNELS:
   add:            {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   bnrelu:         {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
   concat:         {INIT_SAMPLE_NUM: 30, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
-  # Grouped convs (ResNeXt, RegNet, ShuffleNet v1), 1.7 more minutes of measuring: on 30 exports of families in
-  # no set, the same build without and with it put 76.7 and 90.0 % within ±10 %, RegNet and ResNeXt 40 and 100 %
-  # (bench/results/quick-gconv-few-groups-2026-12-06/summary.md).
+  # Grouped convs (ResNeXt, RegNet, ShuffleNet v1), for a little more measuring: on exports of families in no
+  # set, the same build with it put more of them within ±10 % (bench/RESULTS-main-job.md).
   gconv-bn-relu:  {INIT_SAMPLE_NUM: 80, FINEGRAINED_SAMPLE_NUM: 5, ITERATION: 2, ERROR_THRESHOLD: 0.1}
 )YAML";
 
 constexpr const char* kAccurate = R"YAML(# Preset accurate: the predictor of the accuracy figure (bench/RESULTS-accuracy.md). Twenty kernels, the
 # layers of the 72 networks of calibration-72 among the samples, gradient boosting, calibrated on the 135
-# networks of calibration-135. On networks as torch.onnx.export writes them, measured after the build: the 55
-# of the set evaluation (none of them in those sets) within ±10 % 100 %, ±5 % 98.2 %, RMSPE 1.7 %; torchvision's
-# own models of families in no set within ±10 % 100 %, ±5 % 87.5 %; each family of the 135 held out ±10 % 100 %,
-# ±5 % 90.4 %. The build took 49.5 minutes on a 2-core VM, measuring the 135 at 5 repeats included.
+# networks of calibration-135. Its scores on networks as torch.onnx.export writes them, none of them in those
+# sets, and its build time: bench/RESULTS-accuracy.md and docs/config.md.
 DETAIL: FALSE
 IMPLEMENT: onnx
 BATCH_SIZE: 1

@@ -50,8 +50,8 @@ std::optional<std::vector<int>> dense_order(const memory::desc& md) {
 
 memory::desc dense_md(const memory::dims& d, const std::vector<int>& order) {
   // An order that moves only dimensions of size 1 is row-major in memory: say so. oneDNN's optimized binary
-  // takes no other dense order, and ran a ViT's residual Add on [1, T, C] "bac" in its reference code at a
-  // hundred times the cost (a [1, T, C] → [T, 1, C] transpose and back, nn.MultiheadAttention's).
+  // takes no other dense order, and ran a ViT's residual Add on [1, T, C] "bac" in its slow reference code (a
+  // [1, T, C] → [T, 1, C] transpose and back, nn.MultiheadAttention's; bench/RESULTS-transformers.md).
   std::vector<int> sized;  // the order of the dimensions that are not 1
   for (int i : order)
     if (d[static_cast<size_t>(i)] != 1) sized.push_back(i);

@@ -29,8 +29,8 @@ void lower_batchnorm_primitive(Lowering& cx, const Node& n) {
 }
 
 // Inference BatchNormalization is a per-channel affine map x·a + b. oneDNN's batch-norm primitive has a
-// fast kernel only for blocked layouts (on NHWC or plain data ~12 ns per element, 60x a ReLU), while a
-// depthwise 1x1 conv is JIT-compiled for each of them: 4-D inputs run as one, in the layout they arrive in.
+// fast kernel only for blocked layouts (on NHWC or plain data it is far slower than a ReLU; docs/cli-backends.md),
+// while a depthwise 1x1 conv is JIT-compiled for each of them: 4-D inputs run as one, in the layout they arrive in.
 void lower_batchnorm(Lowering& cx, const Node& n) {
   const Graph& g = cx.graph();
   const Shape& xs = g.value(n.inputs[0]).shape;

@@ -79,9 +79,9 @@ memory binary(Lowering& cx, dnnl::algorithm alg, Operand a, Operand b, const Sha
   dnnl::binary::primitive_desc pd = make_pd();
   if (reference_impl(pd) && channel_blocked(src0.get_desc())) {
     // Behind a grouped conv's output blocked by 8 channels (aBcd8b), oneDNN's optimized binary on AVX-512 takes no
-    // broadcast operand: RegNetY's SE multiply ran in the reference code at 42 ms against 0.05 ms (48 x 56 x 56),
-    // and torchvision's RegNetY-400MF measured 37 ms where RegNetX-400MF takes 5. One reorder to channels-last
-    // costs about what the multiply does.
+    // broadcast operand: RegNetY's SE multiply (48 x 56 x 56) ran in the reference code at many times its cost,
+    // and slowed the whole network with it (docs/cli-backends.md). One reorder to channels-last costs about what
+    // the multiply does.
     const auto unblock = [&](const memory& m) {
       if (m.get_desc() == unblocked_md(m.get_desc().dims())) return m;
       memory re(unblocked_md(m.get_desc().dims()), cx.engine());
