@@ -110,6 +110,9 @@ struct KernelTypeSummary {
 struct AccuracySummary {
   size_t models = 0;  // scored
   double rmspe = 0, within5 = 0, within10 = 0, mean_error = 0;
+  // How the predictions rank the models against how the measurements do (what a NAS run relies on); nullopt with
+  // fewer than 2 models. repeatability.kendall_tau is the ceiling.
+  std::optional<double> kendall_tau, spearman;
   RepeatAgreement repeatability;
   Json to_json() const;
 };

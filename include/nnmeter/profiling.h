@@ -190,6 +190,8 @@ struct RepeatAgreement {
   size_t samples = 0;
   double within5 = 0, within10 = 0;
   double median_deviation = 0;  // median |a - b| / min(a, b) over the samples
+  // The samples ranked by one half's labels against the other's: the ceiling of any ranking score.
+  std::optional<double> kendall_tau;
   Json to_json() const;
 };
 RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& repeats_per_sample, RepeatStatistic statistic);

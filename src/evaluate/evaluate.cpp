@@ -114,14 +114,21 @@ std::optional<double> ModelEvaluation::relative_error() const {
 }
 
 Json AccuracySummary::to_json() const {
-  return {{"models", models},         {"rmspe", rmspe}, {"within5", within5}, {"within10", within10},
-          {"mean_error", mean_error}, {"repeatability", repeatability.to_json()}};
+  const auto optional = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  return {{"models", models},
+          {"rmspe", rmspe},
+          {"within5", within5},
+          {"within10", within10},
+          {"mean_error", mean_error},
+          {"kendall_tau", optional(kendall_tau)},
+          {"spearman", optional(spearman)},
+          {"repeatability", repeatability.to_json()}};
 }
 
 AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, RepeatStatistic statistic) {
   AccuracySummary s;
   double sq = 0, sum = 0;
-  std::vector<double> errors;
+  std::vector<double> errors, predicted, measured;
   std::vector<std::vector<double>> repeats;
   for (const ModelEvaluation* m : models) {
     const auto e = m->relative_error();
@@ -130,6 +137,8 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
     sq += *e * *e;
     sum += *e;
     errors.push_back(*e);
+    predicted.push_back(*m->predicted_ms);
+    measured.push_back(*m->measured_ms);
     repeats.push_back(m->repeats_ms);
   }
   if (s.models == 0) return s;
@@ -138,6 +147,8 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
   s.mean_error = sum / n;
   s.within5 = accuracy::share_within(errors, accuracy::kWithin5);
   s.within10 = accuracy::share_within(errors, accuracy::kWithin10);
+  s.kendall_tau = accuracy::kendall_tau(predicted, measured);
+  s.spearman = accuracy::spearman(predicted, measured);
   s.repeatability = split_half_agreement(repeats, statistic);
   return s;
 }
@@ -545,6 +556,10 @@ std::string EvaluateReport::to_table() const {
                      "{:.1f}% — the ceiling for the accuracy above\n",
                      protocol.repeats, to_string(protocol.statistic), 100 * s.repeatability.within5,
                      100 * s.repeatability.within10);
+  if (s.kendall_tau)
+    out += fmt::format("ranking: Kendall tau {:.3f}, Spearman {:.3f}; the two halves of the repeats rank them with tau {}\n",
+                       *s.kendall_tau, s.spearman.value_or(0),
+                       s.repeatability.kendall_tau ? fmt::format("{:.3f}", *s.repeatability.kendall_tau) : "-");
   out += coverage_line(models);
   if (measurement_quality.is_object() && measurement_quality.value("verdict", "") == "noisy")
     out += "the predictor was built on noisy measurements (measurement_quality in its predictor.json): its kernel "

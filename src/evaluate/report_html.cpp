@@ -303,6 +303,12 @@ p.headline {{ font-size: 16px; max-width: 60em; }}
                                 pct(s.within10), 100 * s.mean_error, pct(s.repeatability.within5),
                                 pct(s.repeatability.within10), protocol.repeats, to_string(protocol.statistic),
                                 escape(headline(*this, failed)));
+  if (s.kendall_tau)
+    out.replace(out.rfind("</table>"), 8,
+                fmt::format("<tr><td>ranking</td><td>Kendall τ {:.3f}, Spearman ρ {:.3f} (the two halves of the repeats "
+                            "rank the models with τ {}: the ceiling)</td></tr>\n</table>",
+                            *s.kendall_tau, s.spearman.value_or(0),
+                            s.repeatability.kendall_tau ? fmt::format("{:.3f}", *s.repeatability.kendall_tau) : "-"));
   if (composition && kernel_sum_summary) {
     const AccuracySummary& k = *kernel_sum_summary;
     const std::string row = fmt::format(

@@ -36,12 +36,16 @@ bool repeats_settled(const std::vector<double>& repeats_ms, RepeatStatistic stat
 }
 
 Json RepeatAgreement::to_json() const {
-  return {{"samples", samples}, {"within5", within5}, {"within10", within10}, {"median_deviation", median_deviation}};
+  return {{"samples", samples},
+          {"within5", within5},
+          {"within10", within10},
+          {"median_deviation", median_deviation},
+          {"kendall_tau", kendall_tau ? Json(*kendall_tau) : Json(nullptr)}};
 }
 
 RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& repeats_per_sample, RepeatStatistic statistic) {
   RepeatAgreement out;
-  std::vector<double> deviations;
+  std::vector<double> deviations, labels[2];
   for (const auto& repeats : repeats_per_sample) {
     if (repeats.size() < 2) continue;
     std::vector<double> halves[2];
@@ -49,9 +53,12 @@ RepeatAgreement split_half_agreement(const std::vector<std::vector<double>>& rep
     const double a = repeat_label(halves[0], statistic), b = repeat_label(halves[1], statistic);
     if (!(std::min(a, b) > 0)) continue;
     deviations.push_back(std::abs(a - b) / std::min(a, b));
+    labels[0].push_back(a);
+    labels[1].push_back(b);
   }
   out.samples = deviations.size();
   if (deviations.empty()) return out;
+  out.kendall_tau = accuracy::kendall_tau(labels[0], labels[1]);
   out.within5 = accuracy::share_within(deviations, accuracy::kWithin5);
   out.within10 = accuracy::share_within(deviations, accuracy::kWithin10);
   out.median_deviation = LatencyStats::from_samples(deviations).median;

@@ -72,6 +72,16 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
   EXPECT_TRUE(contains(by_name.at("zz_broken")["failure"].get<std::string>(), "prediction failed")) << r.out;
   EXPECT_TRUE(by_name.at("zz_broken")["measured_ms"].is_null());
   EXPECT_EQ(doc["summary"]["repeatability"]["samples"], 2);
+  // Ranking, next to its ceiling: two models rank the same or reversed; so do the two halves of their repeats.
+  const auto order = [](double a, double b) { return a < b ? 1.0 : -1.0; };
+  const Json& mbv2 = by_name.at("mobilenet_v2_r32_w1.0");
+  const Json& r18 = by_name.at("resnet18_r32");
+  EXPECT_DOUBLE_EQ(doc["summary"]["kendall_tau"].get<double>(),
+                   order(mbv2["predicted_ms"].get<double>(), r18["predicted_ms"].get<double>()) *
+                       order(mbv2["measured_ms"].get<double>(), r18["measured_ms"].get<double>()));
+  EXPECT_DOUBLE_EQ(doc["summary"]["spearman"].get<double>(), doc["summary"]["kendall_tau"].get<double>());
+  EXPECT_EQ(std::abs(doc["summary"]["repeatability"]["kendall_tau"].get<double>()), 1.0);
+  EXPECT_TRUE(doc["by_family"]["resnet18"]["kendall_tau"].is_null());  // one model ranks nothing
   EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 4u);  // the broken model is never measured
   EXPECT_EQ(count_lines(work / "eval" / "results.csv"), 4u);
   {  // The CSV carries the prediction's parts too: a spreadsheet can refit the composition term from it.
@@ -89,6 +99,7 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
     EXPECT_NEAR(std::stod(fields[7]), m["footprint_mb"].get<double>(), 1e-5 * m["footprint_mb"].get<double>());
   }
   EXPECT_TRUE(contains(read_text(work / "eval" / "report.html"), "<svg"));
+  EXPECT_TRUE(contains(read_text(work / "eval" / "report.html"), "<tr><td>ranking</td><td>Kendall τ "));
 
   // A rerun measures nothing again and gives the same measurements; more repeats add only the missing ones.
   const CliResult again = evaluate({"--repeats", "2", "--json"});
@@ -103,6 +114,7 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
   EXPECT_TRUE(contains(more.out, "zz_broken")) << more.out;
   EXPECT_TRUE(contains(more.out, "2 of 3 models scored: RMSPE ")) << more.out;
   EXPECT_TRUE(contains(more.out, "measurement repeatability (two halves of 3 repeats, min each)")) << more.out;
+  EXPECT_TRUE(contains(more.out, "ranking: Kendall tau ")) << more.out;
   EXPECT_TRUE(contains(more.out, "Report: " + (work / "eval" / "report.html").string())) << more.out;
 }
 
