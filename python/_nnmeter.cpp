@@ -537,6 +537,19 @@ PYBIND11_MODULE(_nnmeter, m) {
       py::arg("work_dir"), py::arg("timeout"), py::arg("seed"), py::arg("progress"), py::arg("write"),
       py::arg("home") = "");
   m.def(
+      "leave_family_out",
+      [](const fs::path& workspace, const fs::path& predictor, double timeout_s, uint64_t seed, bool progress,
+         const std::string& home) {
+        py::gil_scoped_release unlocked;
+        BuilderSettings settings;
+        settings.timeout_s = timeout_s;
+        settings.seed = seed;
+        settings.progress = progress;
+        return leave_family_out(registry_at(home), workspace, predictor, settings).to_json().dump();
+      },
+      py::arg("workspace"), py::arg("predictor"), py::arg("timeout"), py::arg("seed"), py::arg("progress"),
+      py::arg("home") = "");
+  m.def(
       "build_latency_predictor",
       [](const std::string& workspace, const std::string& backend, const std::vector<std::string>& kernels,
          const std::string& name, const std::string& folder, uint64_t seed, bool progress, bool ruletest,

@@ -18,6 +18,7 @@
 
 #include <optional>
 
+#include "nnmeter/evaluate.h"
 #include "nnmeter/kernel.h"
 #include "nnmeter/predictor.h"
 #include "nnmeter/profiling.h"
@@ -85,6 +86,31 @@ inline constexpr double kQuietDrift = 0.10;
 Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift,
                                 bool levels_normalized = false);
 
+// Leave-family-out with the layers held out: how the predictor does on architecture families it never saw. For
+// each family (network_family) of the calibration networks, every kernel regressor is trained again without any
+// sample whose features are a layer of that family (of its calibration networks and its SAMPLE_MODELS networks,
+// as the predictor detects them: prior rows, sampled configs and network layers alike), the composition term is
+// fitted again on the other families' networks (its form and corrections chosen among them, as calibrate
+// chooses), and the family's networks are predicted. Measurements are reused: the kernel samples' and the
+// calibration journal's; nothing is measured twice.
+struct FamilyHeldOut {
+  std::string family;
+  std::vector<std::string> networks;              // calibration networks of the family, scored
+  std::map<std::string, size_t> samples_removed;  // per kernel: training samples that are a layer of the family
+  std::map<std::string, size_t> samples_kept;     // per kernel retrained: samples it was trained on
+};
+struct GeneralizationReport {
+  std::vector<ModelEvaluation> models;  // the calibration networks, each predicted with its family held out
+  std::vector<FamilyHeldOut> families;
+  AccuracySummary summary;                        // every network, its family held out
+  std::map<std::string, AccuracySummary> by_family;
+  AccuracySummary in_sample;  // the same networks as the predictor folder predicts them (nothing held out)
+  std::optional<PredictionInterval> interval;  // from these errors: what predict then gives with every prediction
+  Json to_json() const;
+  std::string to_table() const;
+  std::string line() const;  // the one line a build prints
+};
+
 class Builder {
  public:
   Builder(Workspace workspace, Registry registry, BuilderSettings settings);
@@ -127,6 +153,16 @@ class Builder {
                                                           const std::string& name = "",
                                                           const fs::path& folder = {});
 
+  // Leave-family-out (GeneralizationReport) of the predictor folder (default <ws>/predictor_build/predictor) built
+  // in this workspace; written to results/generalization.json and the folder's generalization.json. Calibration
+  // networks not yet measured are measured (journal <ws>/predictor_build/calibration). No CALIBRATION_NETWORKS, no
+  // fusion rules, fewer than two families or a kernel without samples here → Error saying why.
+  GeneralizationReport leave_family_out(const fs::path& folder = {});
+
+  // The measured samples of a kernel: every config it sampled (results/<kernel>_<mark>.json) that has a latency
+  // (results/profiled_<kernel>.json); {} when there are none.
+  KernelData measured_kernel_data(const std::string& kernel_type) const;
+
  private:
   // Sampled configs of one step ({ID: entry}); a rerun continues the configs the step sampled before.
   Json sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
@@ -142,6 +178,8 @@ class Builder {
   // CALIBRATION_NETWORKS: measured by the protocol (journal <ws>/predictor_build/calibration), the composition
   // term fitted on them written into the predictor folder.
   void calibrate_predictor(const fs::path& folder, const std::vector<fs::path>& networks) const;
+  // How the build measures its calibration networks for the predictor folder (evaluate's settings).
+  EvaluateSettings calibration_settings(const fs::path& folder, const std::vector<fs::path>& networks) const;
   ProfileBatch profile_batch(const std::string& kernel_type, const Json& entries) const;
   ProfilerOptions profiler_options(const std::string& label) const;
   std::vector<ProfileJob> drift_probe_jobs() const;  // writes the probe models once
@@ -161,6 +199,12 @@ class Builder {
   std::map<std::string, KernelSuite> suites_;
   std::map<std::string, size_t> failed_profiles_;  // per kernel, across this builder's runs
 };
+
+// `nn-meter evaluate --leave-family-out` and nn_meter.leave_family_out: Builder::leave_family_out of the predictor
+// folder (empty: <workspace>/predictor_build/predictor) on the backend it was built for (settings.backend is set
+// from it). A folder that is not there → Error saying to build first.
+GeneralizationReport leave_family_out(const Registry& registry, const fs::path& workspace, const fs::path& folder,
+                                      BuilderSettings settings);
 
 // The accuracy table as text, one row per kernel (samples, RMSE, RMSPE, ±5/10/15 %).
 std::string format_accuracy_table(const std::vector<KernelBuildSummary>& summaries);

@@ -71,7 +71,7 @@ struct KernelUse {
 };
 
 struct ModelEvaluation {
-  std::string name, family;  // file stem; the stem without its resolution/width suffix (_r224_w1.0)
+  std::string name, family;  // file stem; its network_family (nnmeter/networks.h)
   fs::path onnx;
   std::optional<double> predicted_ms, measured_ms;  // measured: the protocol's statistic of the repeats
   // The prediction's parts: Σ predicted kernels and the model's footprint (predicted = kernels × composition).
@@ -82,12 +82,15 @@ struct ModelEvaluation {
   // Kernels predicted by another kernel's regressor ("kernel -> stand-in" → count), and ops no predictor counts.
   std::map<std::string, size_t> stand_ins;
   size_t uncovered_ops = 0;
+  // The prediction's latency and parts (predicted_ms … kernel_count_by_type, stand_ins, uncovered_ops).
+  void take_prediction(const ModelPrediction& p);
   double kernels_ms_of(const std::set<std::string>& predictor_kernels) const;  // Σ of these in kernels_ms_by_type
   KernelSums kernel_sums() const { return {kernels_ms_by_type, kernels_ms_by_kernel}; }
   double kernel_count_without(const std::set<std::string>& predictor_kernels) const;  // kernel uses of all others
   // The prediction with a composition term: its unscaled kernels as predicted, the rest scaled by its factor
   // (nullopt without kernels and footprint).
   std::optional<double> predicted_with(const CompositionModel& composition) const;
+  std::optional<PredictionInterval> interval;       // the prediction's, as factors on predicted_ms
   std::vector<double> repeats_ms, repeat_times;     // each repeat's value and end time (epoch seconds)
   std::optional<double> split_half_deviation;       // |a - b| / min(a, b) of the two halves' labels
   std::string error;                                // why it was not scored
@@ -113,6 +116,9 @@ struct AccuracySummary {
   // How the predictions rank the models against how the measurements do (what a NAS run relies on); nullopt with
   // fewer than 2 models. repeatability.kendall_tau is the ceiling.
   std::optional<double> kendall_tau, spearman;
+  // The share of the scored models with an interval (PredictionInterval) whose measured latency lies in it.
+  std::optional<double> interval_coverage;
+  size_t interval_models = 0;
   RepeatAgreement repeatability;
   Json to_json() const;
 };
@@ -201,8 +207,5 @@ struct RelevelReport {
   std::string to_table() const;
 };
 RelevelReport relevel(const Registry& registry, const EvaluateSettings& settings, bool write = true);
-
-// The family of a model file stem: "mobilenet_v2_r224_w1.0" → "mobilenet_v2", "vit__d12_w384_r224" → "vit".
-std::string model_family(const std::string& stem);
 
 }  // namespace nnmeter

@@ -26,6 +26,11 @@ struct NetworkSet {
 
 // Every architecture's name (mobilenet_v1, mobilenet_v2, ..., vgg11_bn).
 std::vector<std::string> network_architectures();
+// The family of a network, from its file's stem: what is held out together when a family is held out. The
+// architectures are grouped as they share layers (resnet18, resnet34, resnet50 and preact_resnet18 are "resnet";
+// shufflenet v1 and v2 "shufflenet"), under torchvision's and timm's spellings alike (mobilenet_v2, mobilenetv2_100);
+// "FAMILY__VARIANT" is FAMILY; any other stem is itself without its "_r<resolution>_w<width>".
+std::string network_family(const std::string& stem);
 // The builtin sets, in a fixed order; no two sets named alike. The evaluation set and the calibration sets
 // share no network.
 const std::vector<NetworkSet>& network_sets();

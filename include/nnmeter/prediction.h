@@ -63,6 +63,23 @@ struct KernelPrediction {
   bool stand_in = false;
 };
 
+// The 90 % interval a prediction comes with: how far the predictor missed on families it never saw
+// (Builder::leave_family_out, the predictor folder's generalization.json), as a prediction interval for one more
+// network in log space, widened by the level the build's drift probes saw the machine move. latency_ms × [low, high].
+inline constexpr const char* kGeneralizationFile = "generalization.json";  // in the predictor folder, optional
+struct PredictionInterval {
+  static constexpr double kCoverage = 0.9;
+  static constexpr size_t kMinNetworks = 5;  // fewer held-out errors say nothing about a 5 % tail
+  double low = 1, high = 1;     // factors on latency_ms
+  size_t networks = 0;          // held-out networks the spread is estimated from
+  double level_spread = 0;      // sd of the log level (from the drift probes), added in quadrature
+  // From the held-out relative errors (predicted / measured - 1) and the build's measurement_quality (its "drift"
+  // records); nullopt with fewer than kMinNetworks errors.
+  static std::optional<PredictionInterval> estimate(const std::vector<double>& held_out_errors, const Json& measurement_quality);
+  Json to_json() const;  // {"coverage", "low", "high", "networks", "level_spread"}
+  static PredictionInterval from_json(const Json& j, const std::string& origin);
+};
+
 struct UncoveredOp {
   std::string node, type, reason;
 };
@@ -79,6 +96,8 @@ struct ModelPrediction {
   double composition_factor = 1;  // 1 without a calibrated composition
   double neighbour_factor = 1;     // the composition's neighbours' correction; 1 without one
   double level = 1;                // the composition's re-levelling (calibrate --refresh); 1 without one
+  // The predictor folder's interval (generalization.json); absent when it has no held-out errors.
+  std::optional<PredictionInterval> interval;
   std::vector<KernelPrediction> kernels;
   std::vector<UncoveredOp> uncovered;
   size_t node_count = 0;  // IR nodes without graph inputs, for the uncovered share
@@ -105,6 +124,8 @@ class LatencyPredictor {
   const LoadedPredictor& kernel_predictors() const;
   // The folder's calibrated composition, if any (composition.json).
   const std::optional<CompositionModel>& composition() const;
+  // The interval every prediction comes with, if the folder has held-out errors (generalization.json).
+  const std::optional<PredictionInterval>& interval() const;
 
  private:
   struct State;

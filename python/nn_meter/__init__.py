@@ -8,7 +8,7 @@ latency predictors for your own devices. The Python face of nn-meter's C++ core 
 """
 from ._native import native as _native
 from . import networks
-from .evaluation import calibrate, evaluate
+from .evaluation import calibrate, evaluate, leave_family_out
 from .predictor import (
     list_latency_predictors,
     load_latency_predictor,
@@ -39,6 +39,7 @@ __all__ = [
     "register_predictor",
     "evaluate",
     "calibrate",
+    "leave_family_out",
     "networks",
     "torch_networks",
 ]

@@ -1,6 +1,7 @@
 """Judging a predictor: measure real models by the repeat protocol, predict them, and score the predictions
 next to the measurements' own repeatability (`nn-meter evaluate`); fit a predictor's composition term on
-measured networks (`nn-meter calibrate`). Both journal every measured repeat in `work_dir` and resume there."""
+measured networks (`nn-meter calibrate`). Both journal every measured repeat in `work_dir` and resume there.
+How a predictor does on architecture families it never saw: leave_family_out (`nn-meter evaluate --leave-family-out`)."""
 import os
 
 from ._native import native as _nnmeter
@@ -65,3 +66,16 @@ def calibrate(predictor, onnx, *, predictor_version=None, backend=None, config=N
     args = _measuring_args(predictor, onnx, predictor_version, backend, config, repeats, work_dir)
     return loads(_nnmeter.calibrate(*args, float(timeout), int(seed), progress_wanted() if progress is None else progress,
                                     not dry_run, registry_home()))
+
+
+def leave_family_out(workspace, *, predictor=None, timeout=300, seed=1, progress=None):
+    """Scores the predictor built in `workspace` (its folder: `predictor`, default <workspace>/predictor_build/predictor)
+    on its calibration networks, each architecture family held out: the kernel regressors retrained without any sample
+    that is a layer of the family, the composition term refitted on the other families, the family's networks
+    predicted. Nothing is measured again. Returns a dict: "summary" and "by_family" (as evaluate() gives them),
+    "in_sample" (the same networks as the folder predicts them), "families" (networks and kernel samples held out),
+    "models", and "interval" (the 90 % interval every prediction then comes with, also written to the folder's
+    generalization.json; None with fewer than 5 networks)."""
+    return loads(_nnmeter.leave_family_out(os.fspath(workspace), "" if predictor is None else os.fspath(predictor),
+                                           float(timeout), int(seed), progress_wanted() if progress is None else progress,
+                                           registry_home()))

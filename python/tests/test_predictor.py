@@ -256,6 +256,12 @@ def test_evaluate_and_calibrate_measure_score_and_resume(registered, tmp_path, m
     assert len(split["models"][0]["repeats_ms"]) == 2
     assert split["files"]["kernels_csv"] == str(tmp_path / "k" / "kernels.csv")
 
+    # Leave-family-out scores a workspace's calibration networks: this one has none, and says what to add.
+    with pytest.raises(nn_meter.NNMeterError, match="lists no CALIBRATION_NETWORKS"):
+        nn_meter.leave_family_out(registered[1], progress=False)
+    with pytest.raises(nn_meter.NNMeterError, match="is not a predictor folder"):
+        nn_meter.leave_family_out(registered[1], predictor=tmp_path / "nowhere", progress=False)
+
 
 @pytest.mark.parametrize("opset", [13, 17])
 def test_real_torchvision_exports_predict(registered, tmp_path, opset):

@@ -522,7 +522,17 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
   const Json quality = assess_measurement_quality(summaries, drift_series, levels_normalized);
   writer.set_measurement_quality(quality);
   const fs::path meta_yaml = writer.finish();
-  if (!calibration.empty()) calibrate_predictor(meta_yaml.parent_path(), calibration);
+  if (!calibration.empty()) {
+    calibrate_predictor(meta_yaml.parent_path(), calibration);
+    // What to expect on families the predictor never saw: its own figure in sample says little about that.
+    if (fs::exists(meta_yaml.parent_path() / kFusionRulesFile)) {
+      try {
+        spdlog::info("Generalization: {}", leave_family_out(meta_yaml.parent_path()).line());
+      } catch (const Error& e) {
+        spdlog::warn("Generalization not assessed: {}", e.what());
+      }
+    }
+  }
   if (quality["verdict"] == "noisy") {
     for (const auto& reason : quality["reasons"]) spdlog::warn("measurement: {}", reason.get<std::string>());
     spdlog::warn("the labels of this build are noise where they repeat this badly: the predictor is marked "
@@ -547,6 +557,17 @@ void Builder::calibrate_predictor(const fs::path& folder, const std::vector<fs::
                  folder.string());
     return;
   }
+  const EvaluateSettings s = calibration_settings(folder, networks);
+  spdlog::info("Calibrating the composition term on the {} CALIBRATION_NETWORKS, each measured by the protocol "
+               "(journal in {}: a rerun resumes it)",
+               networks.size(), s.work_dir.string());
+  const CalibrationReport r = calibrate(registry_, s);
+  std::istringstream table(r.to_table());
+  for (std::string line; std::getline(table, line);) spdlog::info("  {}", line);
+  spdlog::info("Composition term written to {}: predict and evaluate use it", r.file.string());
+}
+
+EvaluateSettings Builder::calibration_settings(const fs::path& folder, const std::vector<fs::path>& networks) const {
   EvaluateSettings s;
   s.predictor = folder.string();
   s.onnx = networks;
@@ -556,13 +577,7 @@ void Builder::calibrate_predictor(const fs::path& folder, const std::vector<fs::
   s.progress = settings_.progress;
   s.seed = settings_.seed;
   s.sharding = settings_.sharding;
-  spdlog::info("Calibrating the composition term on the {} CALIBRATION_NETWORKS, each measured by the protocol "
-               "(journal in {}: a rerun resumes it)",
-               networks.size(), s.work_dir.string());
-  const CalibrationReport r = calibrate(registry_, s);
-  std::istringstream table(r.to_table());
-  for (std::string line; std::getline(table, line);) spdlog::info("  {}", line);
-  spdlog::info("Composition term written to {}: predict and evaluate use it", r.file.string());
+  return s;
 }
 
 Json assess_measurement_quality(const std::vector<KernelBuildSummary>& summaries, const std::vector<DriftSeries>& drift,

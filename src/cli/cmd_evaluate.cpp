@@ -1,6 +1,7 @@
 // nn-meter evaluate: a predictor's accuracy on real models against measurements by the repeat protocol,
 // next to the measurements' own repeatability; terminal table, --json, CSV and an HTML report.
 // nn-meter calibrate: the same measuring, then the predictor's composition term fitted on those networks.
+// nn-meter evaluate --leave-family-out: the workspace's own measurements, each family held out (Builder).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -9,6 +10,7 @@
 #include "cli/cli.h"
 #include "cli/output.h"
 #include "common/io.h"
+#include "nnmeter/builder.h"
 #include "nnmeter/evaluate.h"
 #include "workspace/config_files.h"
 
@@ -17,7 +19,7 @@ namespace nnmeter::cli {
 namespace {
 
 struct EvaluateArgs {
-  std::string predictor, version, backend, config, work_dir = "nn-meter-evaluate", report;
+  std::string predictor, version, backend, config, work_dir = "nn-meter-evaluate", report, workspace;
   std::vector<std::string> onnx, calibrate_on;
   int repeats = 0;
   std::optional<int> kernel_repeats;
@@ -25,6 +27,7 @@ struct EvaluateArgs {
   uint64_t seed = 1;
   bool kernels = false;
   bool strict_machine = false;
+  bool leave_family_out = false;
 };
 
 EvaluateSettings settings_from(Context& ctx, const EvaluateArgs& a) {
@@ -57,7 +60,32 @@ void print_table(const std::string& table) {
   }
 }
 
+// The workspace's calibration networks, each family held out with its layers: nothing new is measured.
+void run_leave_family_out(Context& ctx, const EvaluateArgs& a) {
+  if (a.workspace.empty())
+    throw UsageError("--leave-family-out needs --workspace: the workspace the predictor was built in (its kernel samples "
+                     "and calibration networks are what is held out and scored)");
+  if (!a.onnx.empty() || !a.calibrate_on.empty() || a.kernels || !a.version.empty() || !a.backend.empty() ||
+      !a.config.empty() || a.repeats > 0)
+    throw UsageError("--leave-family-out scores the workspace's calibration networks as they were measured: give it "
+                     "without --onnx, --calibrate-on, --kernels, --predictor-version, --backend, --config and --repeats");
+  BuilderSettings settings;
+  settings.timeout_s = a.timeout_s;
+  settings.progress = !ctx.json;
+  settings.seed = a.seed;
+  const GeneralizationReport report = leave_family_out(ctx.registry, a.workspace, a.predictor, settings);
+  if (ctx.json) {
+    std::cout << json_text(report.to_json()) << std::endl;
+    return;
+  }
+  print_table(report.to_table());
+}
+
 void run_evaluate(Context& ctx, const EvaluateArgs& a) {
+  if (a.leave_family_out) return run_leave_family_out(ctx, a);
+  if (!a.workspace.empty()) throw UsageError("--workspace is for --leave-family-out");
+  if (a.predictor.empty()) throw UsageError("--predictor is required");
+  if (a.onnx.empty()) throw UsageError("--onnx is required");
   const EvaluateSettings s = settings_from(ctx, a);
   check_machine_before_measuring(ctx, a.backend, a.strict_machine);
   const EvaluateReport report = evaluate(ctx.registry, s);
@@ -96,12 +124,15 @@ void run_calibrate(Context& ctx, const EvaluateArgs& a, bool dry_run, bool refre
     show(calibrate(ctx.registry, s, !dry_run));
 }
 
-// The options evaluate and calibrate share: which predictor, which models, how to measure them.
-void add_measuring_options(CLI::App* cmd, EvaluateArgs& a) {
-  cmd->add_option("--predictor", a.predictor, "a registered predictor name, or a predictor folder")->required();
+// The options evaluate and calibrate share: which predictor, which models, how to measure them. Evaluate checks
+// --predictor and --onnx itself (--leave-family-out needs neither).
+void add_measuring_options(CLI::App* cmd, EvaluateArgs& a, bool required) {
+  auto* predictor = cmd->add_option("--predictor", a.predictor, "a registered predictor name, or a predictor folder");
   cmd->add_option("--predictor-version", a.version, "predictor version; default: the latest registered");
   cmd->add_option("--backend", a.backend, "backend to measure on; default: the one the predictor was built for");
-  cmd->add_option("--onnx", a.onnx, "an ONNX model or a folder of *.onnx models; repeatable")->required();
+  auto* onnx = cmd->add_option("--onnx", a.onnx, "an ONNX model or a folder of *.onnx models; repeatable");
+  predictor->required(required);
+  onnx->required(required);
   cmd->add_option("--repeats", a.repeats, "independent repeats per model, each in a fresh process (REPEATS)");
   cmd->add_option("--config", a.config,
                   "backend_config.yaml whose keys override the config the predictor was built with");
@@ -120,7 +151,7 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "evaluate", "measure models with the repeat protocol, predict them, and report the predictor's accuracy next to "
                   "the measurement's own repeatability");
-  add_measuring_options(cmd, *a);
+  add_measuring_options(cmd, *a, false);
   cmd->add_option("--report", a->report, "the HTML report; default: <work-dir>/report.html");
   cmd->add_flag("--kernels", a->kernels,
                 "also measure every kernel the predictor detects, alone, to split each model's error into the kernel "
@@ -132,6 +163,12 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
                   "ONNX networks (files or folders; repeatable) measured in the same shuffled order as --onnx, on which "
                   "the composition term is fitted as calibrate does; the --onnx models are predicted with it, and it is "
                   "written to <work-dir>/composition.json");
+  cmd->add_flag("--leave-family-out", a->leave_family_out,
+                "score the predictor built in --workspace on its calibration networks, each architecture family held out: "
+                "its layers leave the kernel samples and its networks the composition term (nothing is measured again)");
+  cmd->add_option("--workspace", a->workspace,
+                  "with --leave-family-out: the workspace the predictor was built in (--predictor: its folder, default "
+                  "<workspace>/predictor_build/predictor)");
   cmd->callback([&ctx, a] { run_evaluate(ctx, *a); });
 
   auto c = std::make_shared<EvaluateArgs>();
@@ -140,7 +177,7 @@ void add_evaluate_commands(CLI::App& app, Context& ctx) {
   CLI::App* cal = app.add_subcommand(
       "calibrate", "measure networks with the repeat protocol and fit the predictor's composition term (how this device "
                    "runs a network against the sum of its kernels measured alone) into its composition.json");
-  add_measuring_options(cal, *c);
+  add_measuring_options(cal, *c, true);
   cal->add_flag("--dry-run", *dry_run, "fit and report, but leave the predictor folder as it is");
   auto refresh = std::make_shared<bool>(false);
   cal->add_flag("--refresh", *refresh,

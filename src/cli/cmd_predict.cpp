@@ -75,6 +75,11 @@ void predict(Context& ctx, const PredictArgs& a) {
   if (!is_onnx && !shapes.empty()) throw Error("--input-shape applies to --onnx models; an IR json already has static shapes");
   const LatencyPredictor predictor = LatencyPredictor::load(ctx.registry, a.predictor, a.version);
 
+  // Never a made-up width: without held-out errors there is no interval, and the user is told why.
+  if (!predictor.interval() && !ctx.json)
+    print_line(fmt::format("no 90 % interval on these predictions: predictor {} has no errors on held-out families ({} "
+                           "in its folder; a build with CALIBRATION_NETWORKS of two or more families writes it, or "
+                           "nn-meter evaluate --leave-family-out --workspace WS)", predictor.name(), kGeneralizationFile));
   Json results = Json::object();
   size_t failed = 0;
   for (const auto& file : files) {
@@ -86,6 +91,10 @@ void predict(Context& ctx, const PredictArgs& a) {
         results[name] = p.to_json();
       } else {
         print_line(fmt::format("[RESULT] predict latency for {}: {} ms", name, p.latency_ms));
+        if (p.interval)
+          print_line(fmt::format("  90 % interval: {:.4g} to {:.4g} ms (the predictor's errors on {} networks of families "
+                                 "held out)", p.latency_ms * p.interval->low, p.latency_ms * p.interval->high,
+                                 p.interval->networks));
         log_breakdown(p);
       }
     } catch (const Error& e) {

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
-#include <regex>
 
 #include "common/accuracy.h"
 #include "common/hash.h"
@@ -15,6 +14,7 @@
 #include "common/text.h"
 #include "nnmeter/backend.h"
 #include "nnmeter/kernel.h"
+#include "nnmeter/networks.h"
 #include "nnmeter/prediction.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
@@ -78,14 +78,19 @@ Json KernelTypeSummary::to_json() const {
           {"rmspe", rmspe},       {"predicted_ms", predicted_ms}, {"measured_ms", measured_ms}};
 }
 
-std::string model_family(const std::string& stem) {
-  // FAMILY__VARIANT names the family outright, for variants no resolution or width suffix tells apart (the
-  // depths and widths of nn_meter.torch_networks).
-  if (const size_t cut = stem.find("__"); cut != std::string::npos && cut > 0) return stem.substr(0, cut);
-  static const std::regex suffix(R"(^(.+?)(_r\d+)?(_w[0-9.]+)?$)");
-  std::smatch m;
-  if (std::regex_match(stem, m, suffix) && m[1].length() > 0) return m[1].str();
-  return stem;
+void ModelEvaluation::take_prediction(const ModelPrediction& p) {
+  predicted_ms = p.latency_ms;
+  kernels_ms = p.kernels_ms;
+  footprint_mb = p.footprint_mb;
+  stand_ins = p.stand_ins();
+  uncovered_ops = p.uncovered.size();
+  interval = p.interval;
+  KernelSums sums = p.kernel_sums();
+  kernels_ms_by_type = std::move(sums.by_predictor_kernel);
+  kernels_ms_by_kernel = std::move(sums.by_kernel);
+  kernel_count_by_type.clear();
+  for (const KernelPrediction& k : p.kernels)
+    if (!k.predictor_kernel.empty()) kernel_count_by_type[k.predictor_kernel] += static_cast<double>(k.groups);
 }
 
 double ModelEvaluation::kernels_ms_of(const std::set<std::string>& predictor_kernels) const {
@@ -122,12 +127,15 @@ Json AccuracySummary::to_json() const {
           {"mean_error", mean_error},
           {"kendall_tau", optional(kendall_tau)},
           {"spearman", optional(spearman)},
+          {"interval_coverage", optional(interval_coverage)},
+          {"interval_models", interval_models},
           {"repeatability", repeatability.to_json()}};
 }
 
 AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, RepeatStatistic statistic) {
   AccuracySummary s;
   double sq = 0, sum = 0;
+  size_t inside = 0;
   std::vector<double> errors, predicted, measured;
   std::vector<std::vector<double>> repeats;
   for (const ModelEvaluation* m : models) {
@@ -140,8 +148,13 @@ AccuracySummary summarize(const std::vector<const ModelEvaluation*>& models, Rep
     predicted.push_back(*m->predicted_ms);
     measured.push_back(*m->measured_ms);
     repeats.push_back(m->repeats_ms);
+    if (m->interval) {
+      ++s.interval_models;
+      inside += *m->predicted_ms * m->interval->low <= *m->measured_ms && *m->measured_ms <= *m->predicted_ms * m->interval->high;
+    }
   }
   if (s.models == 0) return s;
+  if (s.interval_models > 0) s.interval_coverage = static_cast<double>(inside) / static_cast<double>(s.interval_models);
   const auto n = static_cast<double>(s.models);
   s.rmspe = 100 * std::sqrt(sq / n);
   s.mean_error = sum / n;
@@ -271,22 +284,13 @@ EvaluateReport evaluate(const Registry& registry, const EvaluateSettings& settin
     ModelEvaluation m;
     m.onnx = file;
     m.name = utf8_replaced(file.stem().string());  // a file name is any bytes; the journal and results are JSON
-    m.family = model_family(m.name);
+    m.family = network_family(m.name);
     try {
       // The worker's requests are JSON too: such a path cannot be sent to it.
       if (!valid_utf8(file.string()))
         throw Error(fmt::format("its path {} is not UTF-8 text: rename it", quoted(file.string())));
       const ModelPrediction p = predictor.predict_file(file);
-      m.predicted_ms = p.latency_ms;
-      m.kernels_ms = p.kernels_ms;
-      m.footprint_mb = p.footprint_mb;
-      m.stand_ins = p.stand_ins();
-      m.uncovered_ops = p.uncovered.size();
-      KernelSums sums = p.kernel_sums();
-      m.kernels_ms_by_type = std::move(sums.by_predictor_kernel);
-      m.kernels_ms_by_kernel = std::move(sums.by_kernel);
-      for (const KernelPrediction& k : p.kernels)
-        if (!k.predictor_kernel.empty()) m.kernel_count_by_type[k.predictor_kernel] += static_cast<double>(k.groups);
+      m.take_prediction(p);
       if (settings.kernels && i < evaluated)
         for (const KernelPrediction& k : p.kernels) {
           if (k.predictor_kernel.empty()) continue;
@@ -407,6 +411,8 @@ Json EvaluateReport::to_json() const {
       j["measured_ms"] = m.measured_ms ? Json(*m.measured_ms) : Json(nullptr);
       const auto e = m.relative_error();
       j["error"] = e ? Json(*e) : Json(nullptr);
+      if (m.interval && m.predicted_ms)
+        j["interval_ms"] = {*m.predicted_ms * m.interval->low, *m.predicted_ms * m.interval->high};
       j["repeats_ms"] = m.repeats_ms;
       j["repeat_times"] = m.repeat_times;
       j["split_half_deviation"] = m.split_half_deviation ? Json(*m.split_half_deviation) : Json(nullptr);
@@ -560,6 +566,12 @@ std::string EvaluateReport::to_table() const {
     out += fmt::format("ranking: Kendall tau {:.3f}, Spearman {:.3f}; the two halves of the repeats rank them with tau {}\n",
                        *s.kendall_tau, s.spearman.value_or(0),
                        s.repeatability.kendall_tau ? fmt::format("{:.3f}", *s.repeatability.kendall_tau) : "-");
+  if (s.interval_coverage)
+    out += fmt::format("the predictions' 90% interval holds the measured latency for {:.1f}% of the {} models that have one\n",
+                       100 * *s.interval_coverage, s.interval_models);
+  else
+    out += "no 90% interval on the predictions: the predictor has no held-out errors (generalization.json; nn-meter "
+           "evaluate --leave-family-out --workspace WS writes them)\n";
   out += coverage_line(models);
   if (measurement_quality.is_object() && measurement_quality.value("verdict", "") == "noisy")
     out += "the predictor was built on noisy measurements (measurement_quality in its predictor.json): its kernel "

@@ -23,6 +23,7 @@ struct LatencyPredictor::State {
   FusionRules rules;
   std::map<std::string, std::unique_ptr<FeatureParser>, std::less<>> parsers;  // per kernel of the folder
   std::optional<CompositionModel> composition;
+  std::optional<PredictionInterval> interval;
 };
 
 namespace {
@@ -157,6 +158,9 @@ LatencyPredictor LatencyPredictor::from_folder(const fs::path& folder, const Reg
   }
   if (const fs::path file = folder / kCompositionFile; fs::exists(file))
     state->composition = CompositionModel::from_json(io::load_json_file(file), file.string());
+  if (const fs::path file = folder / kGeneralizationFile; fs::exists(file))
+    if (const Json g = io::load_json_file(file); g.is_object() && g.contains("interval") && !g["interval"].is_null())
+      state->interval = PredictionInterval::from_json(g["interval"], file.string());
   for (const auto& kernel : state->predictor.kernels()) {
     try {
       state->parsers[kernel] = parser_for(kernel, &registry);
@@ -187,6 +191,7 @@ const std::string& LatencyPredictor::name() const { return state_->name; }
 const FusionRules& LatencyPredictor::fusion_rules() const { return state_->rules; }
 const LoadedPredictor& LatencyPredictor::kernel_predictors() const { return state_->predictor; }
 const std::optional<CompositionModel>& LatencyPredictor::composition() const { return state_->composition; }
+const std::optional<PredictionInterval>& LatencyPredictor::interval() const { return state_->interval; }
 
 ModelPrediction LatencyPredictor::predict_file(const fs::path& onnx_file, const InputShapes& shapes) const {
   return predict_ir(load_onnx_ir(onnx_file, shapes));
@@ -283,6 +288,7 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
     out.level = s.composition->level;
     out.latency_ms = s.composition->predict(out.kernels_ms, out.unscaled_ms, out.footprint_mb, out.scaled_kernels, sums);
   }
+  out.interval = s.interval;
 
   if (const auto stand_ins = out.stand_ins(); !stand_ins.empty()) {
     std::vector<std::string> parts;
@@ -350,6 +356,8 @@ Json ModelPrediction::to_json() const {
           {"composition_factor", composition_factor},
           {"neighbour_factor", neighbour_factor},
           {"level", level},
+          {"interval_ms", interval ? Json::array({latency_ms * interval->low, latency_ms * interval->high}) : Json(nullptr)},
+          {"interval", interval ? interval->to_json() : Json(nullptr)},
           {"kernels", ks},
           {"uncovered", un},
           {"stand_ins", stand_ins()},

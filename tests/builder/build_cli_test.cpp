@@ -366,6 +366,87 @@ TEST(BuildCli, CalibrationNetworksMakeTheBuildCalibrateItself) {
   EXPECT_FALSE(fs::exists(ws3 / "predictor_build" / "predictor" / "composition.json"));
 }
 
+// Leave-family-out holds a family's layers out of the kernel samples by config, not by name: ResNet-18 and -34 are
+// one family, and every sample that is one of their layers leaves the training when they are held out.
+TEST(BuildCli, LeaveFamilyOutHoldsTheFamilysLayersOutOfTheKernelSamples) {
+  TempDir tmp;
+  const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n"
+                                          "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n");
+  write_text(ws / "configs" / "ruletest_config.yaml", "BASIC_TESTCASES: [conv_relu]\nOTHER_TESTCASES: []\n");
+  for (const char* arch : {"mobilenet_v2", "resnet18", "resnet34", "mnasnet1_0", "squeezenet1_1"})
+    write_text(tmp / "cal" / (std::string(arch) + "_r64_w0.5.onnx"), networks::build(arch, 64, 0.5).model.SerializeAsString());
+  const fs::path config_file = ws / "configs" / "predictorbuild_config.yaml";
+  const std::string config = read_text(config_file);
+  // The networks' layers are samples too (as the preset accurate has them): holding a family out must remove them.
+  write_text(config_file, config + "SAMPLE_MODELS: [../cal]\nCALIBRATION_NETWORKS: [../cal]\n");
+  const CliResult built = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu"}, tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, "Generalization: each family held out with its layers (4 families, 5 networks)"))
+      << built.out << built.err;
+  const fs::path folder = ws / "predictor_build" / "predictor";
+  ASSERT_TRUE(fs::exists(folder / kGeneralizationFile));
+  const size_t measured = count_lines(ws / "predictor_build" / "calibration" / "journal.jsonl");
+
+  const CliResult lfo = run_cli({"evaluate", "--leave-family-out", "--workspace", ws.string(), "--json"}, tmp / "home");
+  ASSERT_EQ(lfo.exit_code, 0) << lfo.err;
+  EXPECT_EQ(count_lines(ws / "predictor_build" / "calibration" / "journal.jsonl"), measured);  // nothing measured again
+  const Json report = Json::parse(lfo.out);
+  EXPECT_EQ(report["summary"]["models"], 5);
+  EXPECT_EQ(report["in_sample"]["models"], 5);
+  // Five errors on families held out: every prediction now comes with an interval estimated from them.
+  ASSERT_TRUE(report["interval"].is_object()) << report.dump();
+  EXPECT_EQ(report["interval"]["networks"], 5);
+  EXPECT_LT(report["interval"]["low"].get<double>(), report["interval"]["high"].get<double>());
+  std::map<std::string, Json> families;
+  for (const auto& f : report["families"]) families[f["family"].get<std::string>()] = f;
+  ASSERT_EQ(families.size(), 4u) << report.dump();
+  EXPECT_EQ(families["resnet"]["networks"], Json({"resnet18_r64_w0.5", "resnet34_r64_w0.5"}));
+  for (const auto& m : report["models"]) EXPECT_TRUE(m["error"].is_number()) << m.dump();
+
+  // The samples removed are exactly those whose config is a conv layer of ResNet-18 or -34 (DETAIL keeps configs).
+  std::set<std::string> resnet_layers;
+  ASSERT_EQ(run_cli({"register", "--predictor", (folder / "meta.yaml").string()}, tmp / "home").exit_code, 0);
+  for (const char* stem : {"resnet18_r64_w0.5", "resnet34_r64_w0.5"}) {
+    const CliResult p = run_cli({"predict", "--predictor", "onednn_cpu_predictor", "--onnx",
+                                 (tmp / "cal" / (std::string(stem) + ".onnx")).string(), "--json"}, tmp / "home");
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    const Json prediction = Json::parse(p.out).begin().value();
+    EXPECT_TRUE(prediction["interval_ms"].is_array()) << p.out;
+    for (const auto& k : prediction["kernels"])
+      if (k["predictor_kernel"] == "conv-bn-relu") resnet_layers.insert(k["config"].dump());
+  }
+  const Json profiled = io::load_json_file(ws / "predictor_build" / "results" / "profiled_conv-bn-relu.json");
+  size_t layers = 0;
+  for (const auto& [id, entry] : profiled["conv-bn-relu"].items()) layers += resnet_layers.count(entry["config"].dump());
+  ASSERT_GT(layers, 0u) << "SAMPLE_MODELS made the layers samples";
+  EXPECT_EQ(families["resnet"]["samples_removed"]["conv-bn-relu"], layers) << families["resnet"].dump();
+  EXPECT_EQ(families["resnet"]["samples_kept"]["conv-bn-relu"].get<size_t>() + layers, profiled["conv-bn-relu"].size());
+
+  // Without what it needs, one line each, before anything is measured.
+  for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"evaluate", "--leave-family-out"}, "--leave-family-out needs --workspace"},
+           {{"evaluate", "--leave-family-out", "--workspace", ws.string(), "--onnx", (tmp / "cal").string()},
+            "give it without --onnx"},
+           {{"evaluate", "--workspace", ws.string(), "--predictor", folder.string(), "--onnx", (tmp / "cal").string()},
+            "--workspace is for --leave-family-out"},
+           {{"evaluate", "--predictor", folder.string()}, "--onnx is required"},
+           {{"evaluate", "--leave-family-out", "--workspace", (tmp / "cal").string()}, "configs"}}) {
+    const CliResult bad = run_cli(args, tmp / "home");
+    EXPECT_NE(bad.exit_code, 0) << message;
+    EXPECT_TRUE(contains(bad.err, message)) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
+  write_text(config_file, config + "CALIBRATION_NETWORKS: [../cal/resnet18_r64_w0.5.onnx, ../cal/resnet34_r64_w0.5.onnx]\n");
+  const CliResult one = run_cli({"evaluate", "--leave-family-out", "--workspace", ws.string()}, tmp / "home");
+  EXPECT_EQ(one.exit_code, 1);
+  EXPECT_TRUE(contains(one.err, "needs calibration networks of at least two families; the 2 of CALIBRATION_NETWORKS are all "
+                                "of family 'resnet'")) << one.err;
+  write_text(config_file, config);
+  const CliResult none = run_cli({"evaluate", "--leave-family-out", "--workspace", ws.string()}, tmp / "home");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_TRUE(contains(none.err, "lists no CALIBRATION_NETWORKS")) << none.err;
+}
+
 TEST(BuildCli, SampleModelsThatCannotBeReadFailBeforeAnyWork) {
   TempDir tmp;
   write_text(tmp / "nets" / "broken.onnx", "not an onnx model");

@@ -11,6 +11,7 @@
 
 #include "networks/architectures.h"
 #include "nnmeter/evaluate.h"
+#include "nnmeter/networks.h"
 #include "prediction/prediction_fixtures.h"
 
 namespace nnmeter::test {
@@ -68,7 +69,7 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
     EXPECT_NEAR(m["error"].get<double>(), m["predicted_ms"].get<double>() / measured - 1, 1e-12);
   }
   EXPECT_EQ(by_name.at("mobilenet_v2_r32_w1.0")["family"], "mobilenet_v2");
-  EXPECT_EQ(by_name.at("resnet18_r32")["family"], "resnet18");
+  EXPECT_EQ(by_name.at("resnet18_r32")["family"], "resnet");
   EXPECT_TRUE(contains(by_name.at("zz_broken")["failure"].get<std::string>(), "prediction failed")) << r.out;
   EXPECT_TRUE(by_name.at("zz_broken")["measured_ms"].is_null());
   EXPECT_EQ(doc["summary"]["repeatability"]["samples"], 2);
@@ -81,7 +82,7 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
                        order(mbv2["measured_ms"].get<double>(), r18["measured_ms"].get<double>()));
   EXPECT_DOUBLE_EQ(doc["summary"]["spearman"].get<double>(), doc["summary"]["kendall_tau"].get<double>());
   EXPECT_EQ(std::abs(doc["summary"]["repeatability"]["kendall_tau"].get<double>()), 1.0);
-  EXPECT_TRUE(doc["by_family"]["resnet18"]["kendall_tau"].is_null());  // one model ranks nothing
+  EXPECT_TRUE(doc["by_family"]["resnet"]["kendall_tau"].is_null());  // one model ranks nothing
   EXPECT_EQ(count_lines(work / "eval" / "journal.jsonl"), 4u);  // the broken model is never measured
   EXPECT_EQ(count_lines(work / "eval" / "results.csv"), 4u);
   {  // The CSV carries the prediction's parts too: a spreadsheet can refit the composition term from it.
@@ -790,17 +791,85 @@ TEST_F(EvaluateCli, CalibrateOnWithNothingUsableIsOneLine) {
   EXPECT_FALSE(fs::exists(work / "w" / kCompositionFile));
 }
 
-TEST(EvaluateFamily, StripsResolutionAndWidth) {
-  EXPECT_EQ(model_family("mobilenet_v2_r224_w1.0"), "mobilenet_v2");
-  EXPECT_EQ(model_family("resnet18_r160"), "resnet18");
-  EXPECT_EQ(model_family("efficientnet_b0_w0.5"), "efficientnet_b0");
-  EXPECT_EQ(model_family("custom"), "custom");
-  EXPECT_EQ(model_family("vit__d12_w384_p16_r224"), "vit");
-  EXPECT_EQ(model_family("__odd"), "__odd");
+TEST(EvaluateFamily, ArchitecturesThatShareLayersAreOneFamily) {
+  EXPECT_EQ(network_family("mobilenet_v2_r224_w1.0"), "mobilenet_v2");
+  EXPECT_EQ(network_family("mobilenetv2_100"), "mobilenet_v2");  // timm's spelling
+  EXPECT_EQ(network_family("mobilenet_v3_large_r144_w1.0"), "mobilenet_v3");
+  // ResNet-18/34/50 and the pre-activation ResNet share their convs' configs: one family.
+  for (const char* stem : {"resnet18_r160", "resnet34_r176_w0.75", "resnet50", "preact_resnet18_r224_w1.0",
+                           "wide_resnet50_2"})
+    EXPECT_EQ(network_family(stem), "resnet") << stem;
+  EXPECT_EQ(network_family("resnext50_32x4d"), "resnext");
+  EXPECT_EQ(network_family("shufflenet_v1_g3_r224_w1.0"), "shufflenet");
+  EXPECT_EQ(network_family("shufflenet_v2_x1_0_r144_w1.0"), "shufflenet");
+  EXPECT_EQ(network_family("googlenet_r176_w0.75"), "inception");
+  EXPECT_EQ(network_family("vit__d12_w384_p16_r224"), "vit");
+  EXPECT_EQ(network_family("mobilevit_s"), "mobilevit");
+  EXPECT_EQ(network_family("convnext__tiny_r224"), "convnext");
+  // Names the table does not know: the stem without its size, or FAMILY of FAMILY__VARIANT.
+  EXPECT_EQ(network_family("custom"), "custom");
+  EXPECT_EQ(network_family("mynet_r160_w0.5"), "mynet");
+  EXPECT_EQ(network_family("mine__deep_r224"), "mine");
+  EXPECT_EQ(network_family("__odd"), "__odd");
 }
 
 // Stand-in regressors, uncounted ops and a predictor built on noise are said next to the score, and kept in the
 // JSON per model.
+// The interval is a prediction interval in log space from the held-out errors: Student's t with n - 1 degrees of
+// freedom, the sample's spread times sqrt(1 + 1/n), the drift probes' level spread added in quadrature.
+TEST(PredictionIntervalTest, IsAPredictionIntervalOfTheHeldOutErrorsInLogSpace) {
+  const std::vector<double> log_ratios = {-0.1, -0.05, 0, 0.05, 0.1};  // log(measured / predicted)
+  std::vector<double> errors;
+  for (const double r : log_ratios) errors.push_back(std::exp(-r) - 1);
+  const auto plain = PredictionInterval::estimate(errors, Json());
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->networks, 5u);
+  const double t4 = 2.131847;  // Student's t, 0.95, 4 degrees of freedom
+  const double half = t4 * std::sqrt(0.025 / 4 * 1.2);
+  EXPECT_NEAR(std::log(plain->low), -half, 0.002 * half);
+  EXPECT_NEAR(std::log(plain->high), half, 0.002 * half);
+  // A drift probe that moved from -5 % to +10 % over the build: that range is the level's 90 %, added in quadrature.
+  const Json quality = {{"drift", {{{"probe", "p"}, {"low", -0.05}, {"high", 0.10}}}}};
+  const auto drifted = PredictionInterval::estimate(errors, quality);
+  ASSERT_TRUE(drifted);
+  const double spread = (std::log(1.10) - std::log(0.95)) / (2 * 1.6448536);
+  EXPECT_NEAR(drifted->level_spread, spread, 1e-6);
+  EXPECT_NEAR(std::log(drifted->high), t4 * std::sqrt(0.025 / 4 * 1.2 + spread * spread), 0.002);
+  // A predictor that is off by the same factor everywhere: the interval moves with it, and has no width.
+  const auto biased = PredictionInterval::estimate({0.25, 0.25, 0.25, 0.25, 0.25}, Json());
+  ASSERT_TRUE(biased);
+  EXPECT_NEAR(biased->low, 0.8, 1e-9);
+  EXPECT_NEAR(biased->high, 0.8, 1e-9);
+  // Fewer than five errors: no interval rather than a made-up one.
+  EXPECT_FALSE(PredictionInterval::estimate({0.1, -0.1, 0.0, 0.05}, Json()));
+  // The round trip through generalization.json.
+  const PredictionInterval back = PredictionInterval::from_json(drifted->to_json(), "g.json");
+  EXPECT_DOUBLE_EQ(back.low, drifted->low);
+  EXPECT_DOUBLE_EQ(back.high, drifted->high);
+  EXPECT_EQ(back.networks, 5u);
+  EXPECT_THROW(PredictionInterval::from_json(Json{{"low", 1.0}}, "g.json"), Error);
+}
+
+TEST(PredictionIntervalTest, EvaluateCountsTheMeasuredLatenciesInsideTheirInterval) {
+  PredictionInterval interval;
+  interval.low = 0.9;
+  interval.high = 1.2;
+  std::vector<ModelEvaluation> models(4);
+  const double measured[] = {10.5, 11.9, 8.0, 12.5};  // all predicted at 10 ms: inside, inside, below, above
+  for (size_t i = 0; i < models.size(); ++i) {
+    models[i].predicted_ms = 10;
+    models[i].measured_ms = measured[i];
+    models[i].repeats_ms = {measured[i], measured[i]};
+    if (i < 3) models[i].interval = interval;
+  }
+  models[3].interval.reset();  // no interval: not counted either way
+  const AccuracySummary s = summarize({&models[0], &models[1], &models[2], &models[3]}, RepeatStatistic::min);
+  EXPECT_EQ(s.interval_models, 3u);
+  ASSERT_TRUE(s.interval_coverage);
+  EXPECT_DOUBLE_EQ(*s.interval_coverage, 2.0 / 3);
+  EXPECT_FALSE(summarize({&models[3]}, RepeatStatistic::min).interval_coverage);
+}
+
 TEST(EvaluateReport, SaysWhatNoCalibrationFixes) {
   EvaluateReport report;
   report.predictor = "p";
@@ -863,7 +932,7 @@ TEST(EvaluateReport, ChromiumRendersTheSummaryChartsAndTable) {
            {"mobilenet_v2_r224_w1.0", 9.5, 9.0}, {"resnet18_r224", 30.0, 24.0}, {"resnet18_r160", 15.0, 14.8}}) {
     ModelEvaluation m;
     m.name = name;
-    m.family = model_family(name);
+    m.family = network_family(name);
     m.predicted_ms = predicted;
     m.measured_ms = measured;
     m.repeats_ms = {measured, measured * 1.03, measured * 1.01, measured * 1.2};

@@ -1,5 +1,7 @@
 // nn-meter predict / get_ir through the real binary: nn-Meter's result lines, the breakdown, --json, the IR
 // round trip, and every bad input a user tried (one line on stderr, non-zero exit, no partial files).
+#include <fmt/format.h>
+
 #include "networks/architectures.h"
 #include "prediction/prediction_fixtures.h"
 
@@ -58,9 +60,44 @@ TEST_F(PredictCli, PrintsNnMeterResultLinesForAFolder) {
   EXPECT_TRUE(contains(r.out, "conv-relu6 -> conv-bn-relu x")) << r.out;
   EXPECT_LT(r.out.find("a_mbv2.onnx"), r.out.find("b_resnet18.onnx"));  // sorted
   EXPECT_GT(latency_in(r.out, "b_resnet18.onnx"), 0);
+  // No held-out errors in the folder: no interval, and predict says why instead of making one up.
+  EXPECT_TRUE(contains(r.out, "no 90 % interval on these predictions: predictor tiny_cpu has no errors on held-out "
+                              "families")) << r.out;
+  EXPECT_FALSE(contains(r.out, "90 % interval:")) << r.out;
   const CliResult alias = run_cli({"lat_pred", "--predictor", "tiny_cpu", "--onnx", (models() / "a_mbv2.onnx").string()}, home());
   ASSERT_EQ(alias.exit_code, 0) << alias.err;
   EXPECT_EQ(latency_in(alias.out, "a_mbv2.onnx"), latency_in(r.out, "a_mbv2.onnx"));
+}
+
+// generalization.json's interval comes with every prediction: on the result's own line below it and in --json; a
+// malformed one is a one-line error naming the file.
+TEST_F(PredictCli, HeldOutErrorsGiveEveryPredictionAnInterval) {
+  const fs::path folder = work / "with_interval";
+  make_predictor_folder(folder, {"conv-bn-relu", "add", "relu", "fc", "global-avgpool"}, rules_json({"BF_conv_bn"}),
+                        "with_interval");
+  const fs::path home = work / "home";
+  ASSERT_EQ(run_cli({"register", "--predictor", (folder / "meta.yaml").string()}, home).exit_code, 0);
+  const std::string model = (models() / "b_resnet18.onnx").string();
+  write_text(folder / kGeneralizationFile,
+             R"({"interval": {"coverage": 0.9, "low": 0.8, "high": 1.25, "networks": 23, "level_spread": 0.01}})");
+  const CliResult r = run_cli({"predict", "--predictor", "with_interval", "--onnx", model}, home);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double ms = latency_in(r.out, "b_resnet18.onnx");
+  EXPECT_TRUE(contains(r.out, fmt::format("90 % interval: {:.4g} to {:.4g} ms (the predictor's errors on 23 networks",
+                                          ms * 0.8, ms * 1.25))) << r.out;
+  EXPECT_FALSE(contains(r.out, "no 90 % interval")) << r.out;
+  const CliResult j = run_cli({"predict", "--predictor", "with_interval", "--onnx", model, "--json"}, home);
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  const Json p = Json::parse(j.out).begin().value();
+  ASSERT_TRUE(p["interval_ms"].is_array()) << j.out;
+  EXPECT_DOUBLE_EQ(p["interval_ms"][0].get<double>(), p["latency_ms"].get<double>() * 0.8);
+  EXPECT_DOUBLE_EQ(p["interval_ms"][1].get<double>(), p["latency_ms"].get<double>() * 1.25);
+  EXPECT_EQ(p["interval"]["networks"], 23);
+  write_text(folder / kGeneralizationFile, R"({"interval": {"low": 1.3, "high": 1.1, "networks": 23, "level_spread": 0}})");
+  const CliResult bad = run_cli({"predict", "--predictor", "with_interval", "--onnx", model}, home);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_TRUE(contains(bad.err, "generalization.json: interval [1.3, 1.1] is not 0 < low <= high")) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
 TEST_F(PredictCli, VerboseShowsTheBreakdownAndJsonIsOneDocument) {
