@@ -23,7 +23,7 @@
 #include "nnmeter/backend.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/prediction.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 
 using namespace nnmeter;
 

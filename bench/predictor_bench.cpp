@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 #include "regressors/synthetic_conv.h"
 
 using namespace nnmeter;

@@ -11,7 +11,7 @@
 #include "common/io.h"
 #include "nnmeter/kernel_data.h"
 #include "nnmeter/prediction.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/workspace.h"
 

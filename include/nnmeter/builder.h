@@ -20,7 +20,7 @@
 
 #include "nnmeter/evaluate.h"
 #include "nnmeter/kernel.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 #include "nnmeter/profiling.h"
 #include "nnmeter/registry.h"
 #include "nnmeter/sampling.h"

@@ -25,7 +25,7 @@
 #include "nnmeter/detection.h"
 #include "nnmeter/kernel.h"
 #include "nnmeter/model_ir.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 
 namespace nnmeter {
 

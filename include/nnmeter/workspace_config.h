@@ -7,7 +7,7 @@
 #include <set>
 
 #include "nnmeter/common.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/regressor.h"
 
 namespace nnmeter {
 

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/kernel_training.h"
 #include "common/accuracy.h"
 #include "common/rng.h"
 

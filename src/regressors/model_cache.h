@@ -7,7 +7,7 @@
 // folder that cannot be written (read-only install) just loads from JSON each time.
 #pragma once
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/regressor.h"
 
 namespace nnmeter {
 

@@ -9,7 +9,7 @@
 
 #include "common/io.h"
 #include "common/text.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 #include "regressors/model_cache.h"
 
 namespace nnmeter {

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/regressor.h"
 
 namespace nnmeter {
 

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "common/io.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/kernel_training.h"
 
 namespace nnmeter {
 

@@ -14,7 +14,7 @@
 
 #include "common/bytes.h"
 #include "common/io.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/regressor.h"
 #include "regressors/power_law.h"
 #include "regressors/tree_ensemble.h"
 

@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/kernel_training.h"
 
 namespace nnmeter {
 namespace {

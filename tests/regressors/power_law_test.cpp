@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/kernel_training.h"
 #include "support/test_support.h"
 
 namespace nnmeter {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/io.h"
+#include "nnmeter/predictor_folder.h"
 #include "nnmeter/registry.h"
 #include "regressors/synthetic_conv.h"
 #include "support/test_support.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <random>
 
-#include "nnmeter/predictor.h"
+#include "nnmeter/kernel_training.h"
 
 namespace nnmeter::test {
 

@@ -5,7 +5,7 @@
 
 #include "nnmeter/kernel.h"
 #include "nnmeter/prediction.h"
-#include "nnmeter/predictor.h"
+#include "nnmeter/predictor_folder.h"
 #include "nnmeter/registry.h"
 
 int main(int argc, char** argv) {
