@@ -21,10 +21,11 @@ done
 # The Python package builds with pybind11 against Debian's python3; its tests use pytest, numpy, onnx (to
 # write models), torch (predicting a torch.nn.Module) and torchvision (real exports of its models);
 # python3-venv gives the pip-install test its fresh virtual environment.
+# Ninja builds a fresh tree sooner than make with the same cores (scripts/configure.sh).
 # flatbuffers writes the TFLite export; Arm NN's TFLite parser runs the exported files in the tests (its
 # only backend on x86, CpuRef, is a separate package that nothing depends on).
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
   libdnnl-dev ocl-icd-opencl-dev
   libxgboost-dev xgboost

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --if-missing
 out="$(realpath -m "${1:-main-job-output}")"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+bash scripts/configure.sh build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target nn-meter backend kernel_script config_sampler feature_parser
 nnm="$PWD/build/nn-meter"
 export NN_METER_HOME="$out/home"

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --if-missing
 build_dir="${1:-build}"
 shift || true
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
+bash scripts/configure.sh "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
 cmake --build "$build_dir" -j "$(nproc)"
 if grep -q '^NNMETER_SANITIZE:BOOL=ON' "$build_dir/CMakeCache.txt"; then
   # GCC 12's sanitizer runtime takes a dlopen'd library's thread-local block for a pre-2.25 glibc header when

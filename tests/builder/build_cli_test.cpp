@@ -35,6 +35,7 @@ fs::path make_workspace(const TempDir& tmp, const std::string& kernels_yaml) {
 }
 
 TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp,
                                      "  relu:\n    INIT_SAMPLE_NUM: 40\n    FINEGRAINED_SAMPLE_NUM: 3\n    ITERATION: 2\n"
@@ -73,6 +74,7 @@ TEST(BuildCli, BuildsRegistersAndListsAPredictor) {
 }
 
 TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp,
                                      "  relu:\n    INIT_SAMPLE_NUM: 20\n    FINEGRAINED_SAMPLE_NUM: 2\n    ITERATION: 2\n"
@@ -93,6 +95,7 @@ TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
 
 // REGRESSOR in the workspace (as the preset accurate sets it) chooses the regressor; --regressor overrides it.
 TEST(BuildCli, TheRegressorIsTheConfigsUnlessTheFlagNamesOne) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n");
   write_text(ws / "configs" / "predictorbuild_config.yaml",
@@ -116,6 +119,7 @@ TEST(BuildCli, TheRegressorIsTheConfigsUnlessTheFlagNamesOne) {
 // The kernels of one phase are profiled in one shuffled order, so a drift of the device spreads over all of
 // them; drift probes are measured at the start, along the way and at the end, and reported.
 TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp,
                                      "  relu:\n    INIT_SAMPLE_NUM: 10\n    ITERATION: 1\n"
@@ -148,6 +152,7 @@ TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
 // SAMPLE_MODELS: every layer of the given networks becomes a sample of its kernel, measured in the same
 // shuffled order as the prior samples; a rerun continues them.
 TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n"
                                           "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 3\n    ITERATION: 1\n");
@@ -195,6 +200,7 @@ TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
 // A layer's sample goes to the kernel that will predict it, also when a rerun continues that kernel's
 // samples: a lone BN is bn's, never its stand-in bnrelu's because bnrelu has no samples of the network yet.
 TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  bn:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"
                                           "  bnrelu:\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n");
@@ -236,6 +242,7 @@ LayerBuild build_on_layers_of(const TempDir& tmp, const std::string& kernels_yam
 // A grouped conv's config is the whole layer's (GROUPS in it): it is a sample of gconv-bn-relu only, never of
 // conv-bn-relu, its stand-in in prediction, which would learn a dense conv of that size from it.
 TEST(BuildCli, SampleModelsGiveAGroupedLayerOnlyToTheGroupedKernel) {
+  NNMETER_RELEASE_RUN_ONLY();
   networks::LayerBuilder b("grouped");
   const std::string dense = b.relu(b.conv_bn(b.input("x", {1, 16, 14, 14}), 32, 3));
   b.output(b.relu(b.conv_bn(dense, 64, 3, 1, 4)));  // 4 groups of 8 input channels
@@ -260,6 +267,7 @@ TEST(BuildCli, SampleModelsGiveAGroupedLayerOnlyToTheGroupedKernel) {
 // A channel shuffle is a sample of channelshuffle where the build has that kernel; without it, of concat, its
 // stand-in in prediction, as the concat of its two halves: the config prediction gives concat for it.
 TEST(BuildCli, SampleModelsGiveAShuffleToConcatAsItsTwoHalvesWithoutAShuffleKernel) {
+  NNMETER_RELEASE_RUN_ONLY();
   networks::LayerBuilder b("shuffled");
   const std::string x = b.input("x", {1, 16, 8, 8});
   b.output(b.concat({b.channel_shuffle(b.relu(b.conv_bn(x, 24, 1)), 2), x}));
@@ -297,6 +305,7 @@ TEST(BuildCli, SampleModelsGiveAShuffleToConcatAsItsTwoHalvesWithoutAShuffleKern
 // CALIBRATION_NETWORKS: the build measures them once its kernels are trained and writes the composition term
 // into the predictor folder; predict uses it with no flag, and a rerun measures nothing again.
 TEST(BuildCli, CalibrationNetworksMakeTheBuildCalibrateItself) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  conv-bn-relu:\n    INIT_SAMPLE_NUM: 12\n    ITERATION: 1\n"
                                           "  dwconv-bn-relu:\n    INIT_SAMPLE_NUM: 12\n    ITERATION: 1\n");
@@ -479,6 +488,7 @@ TEST(BuildCli, UnknownKernelInTheYamlFailsBeforeAnyWork) {
 }
 
 TEST(BuildCli, ProfilingResumesAfterSigkillWithoutProfilingAnIdTwice) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "  relu:\n");
   const fs::path home = tmp / "home";

@@ -83,6 +83,7 @@ TEST(MeasurementQuality, RepeatCeilingsAndDriftDecide) {
 // A plugin backend whose level moves ±40 % between processes: the build warns and marks the predictor; the same
 // build without the noise does not.
 TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
   auto build = [&](const std::string& name, double noise) {
@@ -121,6 +122,7 @@ TEST(MeasurementQuality, ANoisyBuildSaysSoAndMarksItsPredictor) {
 // A machine whose level rises slowly over the build (the chaos backend's DRIFT): the drift probes show it and the
 // build calls its labels noise, naming the probe.
 TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
   const fs::path ws = chaos_workspace(tmp, "ws", "REPEATS: 2\nSPREAD: 0.0\nDRIFT: 0.5\nDRIFT_PROBE_EVERY: 10\n");
@@ -163,6 +165,7 @@ TEST(MeasurementQuality, ADriftingMachineIsCaughtByTheProbes) {
 // more repeats (up to twice REPEATS), every earlier measurement is reused, the labels repeat better, and a second
 // run measures nothing more.
 TEST(MeasurementQuality, RemeasureNoisyRepeatsOnlyTheUnsettledSamples) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   Registry(tmp / "home").register_module(ModuleKind::Backend, make_chaos_package(tmp / "chaos"));
   const fs::path ws = chaos_workspace(tmp, "ws", "REPEATS: 4\nSPREAD: 0.0\nLEVEL_NOISE: 0.4\nSETTLE_TOLERANCE: 0.05\n");

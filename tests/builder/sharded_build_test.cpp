@@ -37,6 +37,7 @@ std::set<std::string> ids(const fs::path& file, const std::string& kernel) {
 }
 
 TEST(ShardedBuild, PlanShardsMergeUntilThePredictorIsWritten) {
+  NNMETER_RELEASE_RUN_ONLY();
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "sharded");
   const fs::path home = tmp / "home";
@@ -79,6 +80,7 @@ TEST(ShardedBuild, PlanShardsMergeUntilThePredictorIsWritten) {
 }
 
 TEST(ShardedBuild, ProbeLevelsAreNotAppliedAndTheBuildSaysSo) {
+  NNMETER_RELEASE_RUN_ONLY();
   // The shards' probes level nothing on the merging host: a key that would silently do nothing is named.
   TempDir tmp;
   const fs::path ws = make_workspace(tmp, "ws", "DRIFT_PROBE_EVERY: 4\nPROBE_LEVELS: normalize\n");

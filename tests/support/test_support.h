@@ -25,6 +25,21 @@ class TempDir {
   fs::path path_;
 };
 
+// Built with AddressSanitizer (GCC and Clang define __SANITIZE_ADDRESS__ then): CI's second run (.ci/run).
+#ifdef __SANITIZE_ADDRESS__
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+// An end-to-end build through the real binary measures for minutes under the sanitizers and repeats what the
+// Release run checks: its code runs under them in its parts' tests and in the one end-to-end build kept there
+// (BuildCli.LeaveFamilyOutHoldsTheFamilysLayersOutOfTheKernelSamples: build, rule test, calibration, leave-family-out,
+// predict).
+#define NNMETER_RELEASE_RUN_ONLY()                                                                                   \
+  do {                                                                                                             \
+    if (::nnmeter::test::kSanitized) GTEST_SKIP() << "an end-to-end build: the Release run checks it";             \
+  } while (0)
+
 struct CliResult {
   int exit_code = -1;
   std::string out;  // stdout
