@@ -136,7 +136,10 @@ GeneralizationReport Builder::leave_family_out(const fs::path& folder_given) {
                "refitted without its networks",
                families.size());
   GeneralizationReport report;
-  report.models = measured.models;
+  // An interval the folder already has (an earlier run's) is not scored here: these errors are what make one.
+  std::vector<ModelEvaluation> as_built = measured.models;
+  for (auto& m : as_built) m.interval.reset();
+  report.models = as_built;
   for (auto& m : report.models) m.predicted_ms.reset();  // each set when its family is held out
   const ScratchFolder scratch(workspace_.predictor_build_dir() / "leave_family_out");
   for (const std::string& family : families) {
@@ -187,16 +190,16 @@ GeneralizationReport Builder::leave_family_out(const fs::path& folder_given) {
     report.families.push_back(std::move(held));
   }
 
-  std::vector<const ModelEvaluation*> all, as_built;
+  std::vector<const ModelEvaluation*> all, in_sample;
   std::map<std::string, std::vector<const ModelEvaluation*>> by_family;
   for (const auto& m : report.models) {
     all.push_back(&m);
     by_family[m.family].push_back(&m);
   }
-  for (const auto& m : measured.models) as_built.push_back(&m);
+  for (const auto& m : as_built) in_sample.push_back(&m);
   report.summary = summarize(all, measured.protocol.statistic);
   for (const auto& [family, ms] : by_family) report.by_family[family] = summarize(ms, measured.protocol.statistic);
-  report.in_sample = summarize(as_built, measured.protocol.statistic);
+  report.in_sample = summarize(in_sample, measured.protocol.statistic);
   std::vector<double> errors;
   for (const auto& m : report.models)
     if (const auto e = m.relative_error()) errors.push_back(*e);
