@@ -329,6 +329,22 @@ PYBIND11_MODULE(_nnmeter, m) {
         return export_network_set(set, dir, progress).files;
       },
       py::arg("name"), py::arg("dir"), py::arg("progress") = false);
+  m.def("network_sample_families", [] { return network_sample_families(); });
+  m.def(
+      "export_network_sample",
+      [](const std::string& family, int64_t count, uint32_t seed, const fs::path& dir, bool progress) {
+        const NetworkSet set = sample_network_set(family, count, seed);
+        NetworkExport e;
+        {
+          py::gil_scoped_release release;
+          e = export_network_set(set, dir, progress);
+        }
+        Json files = Json::array(), skipped = Json::array();
+        for (const auto& f : e.files) files.push_back(f.string());
+        for (const auto& [file, why] : e.skipped) skipped.push_back({{"file", file}, {"error", why}});
+        return Json{{"files", files}, {"skipped", skipped}, {"set", set.to_json()}}.dump();
+      },
+      py::arg("family"), py::arg("count"), py::arg("seed"), py::arg("dir"), py::arg("progress") = false);
   m.def(
       "list_predictors",
       [](const std::string& home) {

@@ -175,6 +175,9 @@ class Builder {
   std::vector<fs::path> network_files(const std::string& key, const std::vector<fs::path>& entries) const;
   std::map<std::string, Json> model_sample_entries(const std::vector<std::string>& kernels,
                                                    const std::vector<ModelIr>& models, const FusionRules& rules);
+  // The sealed test split's layers (kSealedTestSet), detected with `rules`, as configs of every kernel of `kernels`
+  // that could be trained on them: build_latency_predictor samples none of them.
+  void seal_test_split(const std::vector<std::string>& kernels, const FusionRules& rules);
   // CALIBRATION_NETWORKS: measured by the protocol (journal <ws>/predictor_build/calibration), the composition
   // term fitted on them written into the predictor folder.
   void calibrate_predictor(const fs::path& folder, const std::vector<fs::path>& networks) const;
@@ -198,6 +201,7 @@ class Builder {
   BuilderSettings settings_;
   std::map<std::string, KernelSuite> suites_;
   std::map<std::string, size_t> failed_profiles_;  // per kernel, across this builder's runs
+  std::map<std::string, std::set<std::string>> sealed_;  // kernel → config dumps never sampled (seal_test_split)
 };
 
 // `nn-meter evaluate --leave-family-out` and nn_meter.leave_family_out: Builder::leave_family_out of the predictor

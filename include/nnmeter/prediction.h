@@ -36,8 +36,12 @@ class Registry;
 // families; for a grouped conv (gconv-*) its own family, then the dense conv's, which predicts one group of it;
 // element-wise kernels with the same features; a channel shuffle the concat of its two halves (the same bytes moved).
 std::vector<std::string> stand_in_kernels(const std::string& kernel);
+// The predictor kernels that may predict an element-wise op without a kernel of its own, best first: a binary op
+// (two runtime operands) reads two tensors as add does, a unary one is a pass as relu is.
+std::vector<std::string> elementwise_kernels(bool binary);
 // The config `predictor_kernel` reads for a layer of `kernel` it stands in for: a channel shuffle's {HW, CIN} as
-// the concat of its two halves; any other the same (a grouped conv predicted per group is rewritten by prediction).
+// the concat of its two halves; a grouped conv's, predicted by a dense conv kernel, one group's (CIN and COUT
+// divided by GROUPS; prediction multiplies by them); any other the same.
 KernelConfig stand_in_config(const std::string& kernel, const std::string& predictor_kernel, KernelConfig config);
 // A grouped conv kernel (gconv-*): its config has GROUPS, and CIN and COUT of the whole layer.
 bool is_grouped_conv(const std::string& kernel);

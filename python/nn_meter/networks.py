@@ -5,8 +5,10 @@ the named sets the evaluation and calibration use (`nn-meter networks list|expor
     import nn_meter
     nn_meter.networks.list_sets()                                 # [{"name": "evaluation", "networks": [...]}, ...]
     files = nn_meter.networks.export("calibration", "cal_models/")  # paths of the set's ONNX files
+    files = nn_meter.networks.sample("resnet", "variants/", count=20, seed=1)  # per-layer random variants
 """
 import os
+import warnings
 
 from ._native import native as _nnmeter
 from .utils import loads, progress_wanted, write_bytes_atomic
@@ -34,3 +36,22 @@ def write(arch, path, resolution=224, width=1.0):
     multiplier `width`, to `path` as ONNX (atomically) and returns the path."""
     write_bytes_atomic(path, _nnmeter.network_onnx(str(arch), int(resolution), float(width)))
     return os.fspath(path)
+
+
+def list_sample_families():
+    """The families sample() draws variants of: the architectures' families and two NAS spaces."""
+    return list(_nnmeter.network_sample_families())
+
+
+def sample(family, out_dir, count=10, seed=0, progress=None):
+    """Writes `count` per-layer random variants of `family` (list_sample_families()) into `out_dir` as ONNX, as
+    `nn-meter networks sample` does, and returns their paths. Variant i of a seed is the same whatever the count,
+    and files already there are kept. A variant that does not build is skipped with a warning naming it."""
+    if not 0 <= int(seed) < 2 ** 32:
+        raise ValueError(f"seed must be in [0, 4294967295], got {seed}")
+    if progress is None:
+        progress = progress_wanted()
+    out = loads(_nnmeter.export_network_sample(str(family), int(count), int(seed), os.fspath(out_dir), bool(progress)))
+    for s in out["skipped"]:
+        warnings.warn(f"(nn-Meter) skipped {s['file']}: {s['error']}")
+    return out["files"]

@@ -40,6 +40,22 @@ def test_sets_list_and_export_resumes(tmp_path):
     assert nn_meter.detect_kernels(files[1], tmp_path / "p") == nn_meter.detect_kernels(files[1], RULES)
 
 
+def test_sample_writes_per_layer_variants_of_a_family(tmp_path):
+    families = nn_meter.networks.list_sample_families()
+    assert "ofa_mobilenet_v3" in families and "resnet" in families
+    files = nn_meter.networks.sample("ofa_mobilenet_v3", tmp_path / "v", count=3, seed=9, progress=False)
+    assert len(files) == 3 and all("ofa_mobilenet_v3__s9n" in f for f in files)
+    # Three subnets of the space: their kernels differ.
+    assert len({json.dumps(sorted(kernels(f).items())) for f in files}) == 3
+    # A larger count keeps the files there and adds to them.
+    again = nn_meter.networks.sample("ofa_mobilenet_v3", tmp_path / "v", count=4, seed=9, progress=False)
+    assert again[:3] == files and len(again) == 4
+    with pytest.raises(nn_meter.NNMeterError, match="unknown network family 'lenet'.*proxylessnas"):
+        nn_meter.networks.sample("lenet", tmp_path / "x")
+    with pytest.raises(ValueError, match="seed must be in"):
+        nn_meter.networks.sample("resnet", tmp_path / "x", seed=-1)
+
+
 def test_every_architecture_has_the_kernels_of_its_torchvision_export(tmp_path):
     torch = pytest.importorskip("torch")
     models = pytest.importorskip("torchvision.models")

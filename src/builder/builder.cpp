@@ -224,8 +224,12 @@ std::optional<Json> Builder::earlier_entries(const std::string& kernel_type, con
 Json Builder::sample_entries(const std::string& kernel_type, int sample_num, SamplingMode mode,
                              const std::vector<KernelConfig>& configs, const std::string& mark) {
   if (auto earlier = earlier_entries(kernel_type, mark)) return std::move(*earlier);
-  return generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs, seed_for(kernel_type, mark))
-      .new_entries;
+  const SampleResult r = generate_config_sample(workspace_, suite(kernel_type), sample_num, mark, mode, configs,
+                                                seed_for(kernel_type, mark), sealed_[kernel_type]);
+  if (r.excluded > 0)
+    spdlog::info("{}: {} of the {} configs sampled are layers of the sealed test split and were left out", kernel_type,
+                 r.excluded, r.sampled);
+  return r.new_entries;
 }
 
 std::vector<fs::path> Builder::network_files(const std::string& key, const std::vector<fs::path>& entries) const {
@@ -233,10 +237,21 @@ std::vector<fs::path> Builder::network_files(const std::string& key, const std::
   for (const auto& s : network_sets()) sets.insert(s.name);
   std::vector<fs::path> files;
   for (const fs::path& given : entries) {
-    // A builtin set by name: its networks, written once into the build folder (a rerun finds them there).
-    if (sets.count(given.string())) {
-      const NetworkSet& set = find_network_set(given.string());
-      const NetworkExport e = export_network_set(set, workspace_.predictor_build_dir() / "networks" / set.name);
+    if (given == kSealedTestSet)
+      throw Error(fmt::format("predictorbuild_config.yaml: {} cannot list the {} set: no build trains on the sealed test "
+                              "split, so that it scores predictors on networks they never saw (nn-meter evaluate --onnx)",
+                              key, kSealedTestSet));
+    // A builtin set or a sample by name: its networks, written once into the build folder (a rerun finds them).
+    std::optional<NetworkSet> set;
+    try {
+      set = parse_network_sample(given.string());
+    } catch (const Error& e) {
+      throw Error(fmt::format("predictorbuild_config.yaml: {}: {}", key, e.what()));
+    }
+    if (!set && sets.count(given.string())) set = find_network_set(given.string());
+    if (set) {
+      const NetworkExport e = export_network_set(*set, workspace_.predictor_build_dir() / "networks" / set->name);
+      for (const auto& [file, why] : e.skipped) spdlog::warn("{}: skipped {}: {}", key, file, why);
       files.insert(files.end(), e.files.begin(), e.files.end());
       continue;
     }
@@ -253,8 +268,9 @@ std::vector<fs::path> Builder::network_files(const std::string& key, const std::
     } else if (fs::is_regular_file(path, ec)) {
       files.push_back(path);
     } else {
-      throw Error(fmt::format("predictorbuild_config.yaml: {} entry {} is neither a network set (nn-meter networks list) "
-                              "nor a file or folder (relative paths start at the workspace folder {})",
+      throw Error(fmt::format("predictorbuild_config.yaml: {} entry {} is neither a network set (nn-meter networks list), "
+                              "a sample (sample:FAMILY:COUNT:SEED) nor a file or folder (relative paths start at the "
+                              "workspace folder {})",
                               key, given.string(), workspace_.root.string()));
     }
   }
@@ -300,13 +316,32 @@ std::map<std::string, Json> Builder::model_sample_entries(const std::vector<std:
   for (const auto& kernel : todo) {
     if (configs[kernel].empty()) continue;
     const SampleResult r = write_config_samples(workspace_, suite(kernel), configs[kernel], kModelsMark,
-                                                seed_for(kernel, kModelsMark));
-    spdlog::info("{}: {} samples are layers of the {} SAMPLE_MODELS networks ({} distinct, {} already sampled{})", kernel,
-                 r.new_entries.size(), models.size(), configs[kernel].size(), r.duplicates,
-                 unbuildable[kernel] > 0 ? fmt::format(", {} the kernel cannot build", unbuildable[kernel]) : "");
+                                                seed_for(kernel, kModelsMark), sealed_[kernel]);
+    spdlog::info("{}: {} samples are layers of the {} SAMPLE_MODELS networks ({} distinct, {} already sampled{}{})",
+                 kernel, r.new_entries.size(), models.size(), configs[kernel].size(), r.duplicates,
+                 unbuildable[kernel] > 0 ? fmt::format(", {} the kernel cannot build", unbuildable[kernel]) : "",
+                 r.excluded > 0 ? fmt::format(", {} layers of the sealed test split left out", r.excluded) : "");
     out[kernel] = r.new_entries;
   }
   return out;
+}
+
+void Builder::seal_test_split(const std::vector<std::string>& kernels, const FusionRules& rules) {
+  const auto built = [&](const std::string& k) { return std::find(kernels.begin(), kernels.end(), k) != kernels.end(); };
+  size_t layers = 0;
+  for (const NetworkSpec& spec : find_network_set(kSealedTestSet).networks) {
+    // Without weights: a few MB per network, where VGG's and AlexNet's weights take hundreds.
+    const ModelIr ir = load_onnx_ir_bytes(network_onnx(spec, false), spec.file_name());
+    for (const DetectedKernel& k : detect_kernels(ir, rules)) {
+      if (k.kind != KernelKind::compute && k.kind != KernelKind::elementwise) continue;
+      // Every kernel that may predict the layer (its stand-ins too) leaves it out, not only the first one built.
+      const bool ew = k.kind == KernelKind::elementwise;
+      for (const std::string& candidate : ew ? elementwise_kernels(k.binary) : stand_in_kernels(k.kernel))
+        if (built(candidate) && sealed_[candidate].insert(stand_in_config(k.kernel, candidate, k.config).dump()).second)
+          ++layers;
+    }
+  }
+  spdlog::debug("sealed test split: {} layer configs of the kernels built are never sampled", layers);
 }
 
 KernelData Builder::sample_and_profile_kernel_data(const std::string& kernel_type, int sample_num, SamplingMode mode,
@@ -435,19 +470,19 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
                             "needs at least {} (of more than one family and size), e.g. the set calibration",
                             calibration.size(), calibration.size() == 1 ? "" : "s", kMinCalibrationNetworks));
   for (const auto& file : calibration) (void)load_onnx_ir(file);
+  // The rules come first: SAMPLE_MODELS' layers and the sealed test split's are found as prediction will find them.
+  // Without the rule test (--no-ruletest) nothing fuses: each op of a layer is sampled on its own.
+  std::optional<RuleTestResult> rules;
+  if (rule_tester) rules = rule_tester->run();
+  const FusionRules fusion = rules ? FusionRules::from_json(rules->rules, rules->rules_file.string()) : FusionRules{};
+  seal_test_split(todo, fusion);
   std::map<std::string, Json> entries;
   for (const auto& kernel : todo) {
     state[kernel].settings = build.kernel(kernel);
     entries[kernel] = sample_entries(kernel, state[kernel].settings.init_sample_num, SamplingMode::Prior, {}, "prior");
   }
-  // SAMPLE_MODELS: the networks' kernels are found as prediction will find them, so the rules come first.
-  std::optional<RuleTestResult> rules;
-  if (!sample_models.empty()) {
-    if (rule_tester) rules = rule_tester->run();
-    // Without the rule test (--no-ruletest) nothing fuses: each op of a layer is sampled on its own.
-    const FusionRules fusion = rules ? FusionRules::from_json(rules->rules, rules->rules_file.string()) : FusionRules{};
+  if (!sample_models.empty())
     for (auto& [kernel, more] : model_sample_entries(todo, sample_models, fusion)) entries[kernel].update(more);
-  }
   for (int iteration = 1; !entries.empty(); ++iteration) {
     const std::string mark = iteration == 1 ? "prior" : "finegrained" + std::to_string(iteration - 1);
     const auto profiled = profile_kernels(entries, iteration == 1 ? "prior samples" : "fine-grained round " + std::to_string(iteration - 1));
@@ -513,8 +548,7 @@ std::vector<KernelBuildSummary> Builder::build_latency_predictor(const std::vect
     writer.add_kernel(final_fit.model, meta);
     summaries.push_back(summary);
   }
-  if (rule_tester) {
-    if (!rules) rules = rule_tester->run();
+  if (rules) {
     io::save_json_file(predictor_folder / kFusionRulesFile, rules->rules);
     spdlog::info("Fusion rules: {} obeyed, {} not obeyed, {} undecided (details in {})", rules->obeyed, rules->not_obeyed,
                  rules->undecided, rules->rules_file.string());

@@ -28,9 +28,10 @@ int64_t make_divisible(double v, int64_t d = 8) {
 
 S mobilenet_v1(LayerBuilder& b, S x) {
   x = cbr(b, x, b.scaled(32), 3, 2);
-  const std::vector<std::pair<int64_t, int64_t>> cfg = {{64, 1},  {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}, {512, 1},
-                                                        {512, 1}, {512, 1}, {512, 1}, {512, 1}, {1024, 2}, {1024, 1}};
-  for (auto [c, s] : cfg) x = cbr(b, cbr(b, x, ch(b, x), 3, s, ch(b, x)), b.scaled(c), 1);
+  std::vector<std::pair<int64_t, int64_t>> cfg = {{64, 1}, {128, 2}, {128, 1}, {256, 2}, {256, 1}, {512, 2}};
+  for (int64_t i = 0, n = b.depth(5); i < n; ++i) cfg.emplace_back(512, 1);
+  cfg.insert(cfg.end(), {{1024, 2}, {1024, 1}});
+  for (auto [c, s] : cfg) x = cbr(b, cbr(b, x, ch(b, x), b.pick(3, {3, 5}), s, ch(b, x)), b.scaled(c), 1);
   return head(b, x);
 }
 
@@ -38,10 +39,11 @@ S mobilenet_v2(LayerBuilder& b, S x) {
   x = cbr6(b, x, b.scaled(32), 3, 2);
   const int64_t cfg[][4] = {{1, 16, 1, 1}, {6, 24, 2, 2}, {6, 32, 3, 2}, {6, 64, 4, 2}, {6, 96, 3, 1}, {6, 160, 3, 2}, {6, 320, 1, 1}};
   for (const auto& r : cfg)
-    for (int64_t i = 0; i < r[2]; ++i) {
-      const int64_t s = i == 0 ? r[3] : 1, in = ch(b, x), hidden = in * r[0], out = b.scaled(r[1]);
-      S y = r[0] == 1 ? x : cbr6(b, x, hidden, 1);
-      y = b.conv_bn(cbr6(b, y, hidden, 3, s, hidden), out, 1);
+    for (int64_t i = 0, n = b.depth(r[2]); i < n; ++i) {
+      const int64_t t = r[0] == 1 ? 1 : b.pick(r[0], {3, 4, 6});
+      const int64_t s = i == 0 ? r[3] : 1, in = ch(b, x), hidden = in * t, out = b.scaled(r[1]);
+      S y = t == 1 ? x : cbr6(b, x, hidden, 1);
+      y = b.conv_bn(cbr6(b, y, hidden, b.pick(3, {3, 5, 7}), s, hidden), out, 1);
       x = s == 1 && in == out ? b.add(x, y) : y;
     }
   return head(b, cbr6(b, x, std::max<int64_t>(1280, b.scaled(1280)), 1));
@@ -65,12 +67,17 @@ S mobilenet_v3_large(LayerBuilder& b, S x) {
                    {3, 240, 80, false, true, 2},  {3, 200, 80, false, true, 1},  {3, 184, 80, false, true, 1},
                    {3, 184, 80, false, true, 1},  {3, 480, 112, true, true, 1},  {3, 672, 112, true, true, 1},
                    {5, 672, 160, true, true, 2},  {5, 960, 160, true, true, 1},  {5, 960, 160, true, true, 1}};
+  int64_t last_out = 16;
   for (const auto& l : cfg) {
+    // A variant drops some of the blocks a stage repeats (stride 1, the width it already has).
+    const bool repeat = l.s == 1 && l.out == last_out;
+    last_out = l.out;
+    if (repeat && b.pick(1, {0, 1, 1}) == 0) continue;
     const int64_t in = ch(b, x), exp = b.scaled(l.exp), out = b.scaled(l.out);
     auto act = [&](const S& v) { return l.hs ? b.hardswish(v) : b.relu(v); };
     S y = exp == in ? x : act(b.conv_bn(x, exp, 1));
-    y = act(b.conv_bn(y, exp, l.k, l.s, exp));
-    if (l.se) y = se_block(b, y, make_divisible(static_cast<double>(exp) / 4), true);
+    y = act(b.conv_bn(y, exp, b.pick(l.k, {3, 5, 7}), l.s, exp));
+    if (b.coin(l.se)) y = se_block(b, y, make_divisible(static_cast<double>(exp) / 4), true);
     y = b.conv_bn(y, out, 1);
     x = l.s == 1 && in == out ? b.add(x, y) : y;
   }
@@ -82,7 +89,7 @@ S mobilenet_v3_large(LayerBuilder& b, S x) {
 S resnet(LayerBuilder& b, S x, bool bottleneck, const std::vector<int>& blocks) {
   x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
   for (size_t stage = 0; stage < blocks.size(); ++stage)
-    for (int i = 0; i < blocks[stage]; ++i) {
+    for (int64_t i = 0, n = b.depth(blocks[stage]); i < n; ++i) {
       const int64_t width = b.scaled(64 << stage);
       const int64_t s = stage > 0 && i == 0 ? 2 : 1, out = bottleneck ? width * 4 : width;
       S y = bottleneck ? b.conv_bn(cbr(b, cbr(b, x, width, 1), width, 3, s), out, 1) : b.conv_bn(cbr(b, x, width, 3, s), out, 3);
@@ -118,21 +125,22 @@ std::array<int64_t, 4> shufflenet_widths(double width) {
 
 S shufflenet_v2(LayerBuilder& b, S x, double width) {
   x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
-  const auto widths = shufflenet_widths(width);
-  const int64_t outs[] = {widths[0], widths[1], widths[2]};
+  auto widths = shufflenet_widths(width);
+  if (b.variant())
+    for (auto& w : widths) w = b.scaled(w);
   const int repeats[] = {4, 8, 4};
   for (int st = 0; st < 3; ++st)
-    for (int i = 0; i < repeats[st]; ++i) {
-      const int64_t bf = outs[st] / 2;
+    for (int64_t i = 0, n = b.depth(repeats[st]); i < n; ++i) {
+      const int64_t bf = widths[st] / 2, k = b.pick(3, {3, 5, 7});
       S out;
       if (i == 0) {
         const int64_t in = ch(b, x);
-        const S b1 = cbr(b, b.conv_bn(x, in, 3, 2, in), bf, 1);
-        const S b2 = cbr(b, b.conv_bn(cbr(b, x, bf, 1), bf, 3, 2, bf), bf, 1);
+        const S b1 = cbr(b, b.conv_bn(x, in, k, 2, in), bf, 1);
+        const S b2 = cbr(b, b.conv_bn(cbr(b, x, bf, 1), bf, k, 2, bf), bf, 1);
         out = b.concat({b1, b2});
       } else {
         const auto [left, right] = b.chunk2(x);
-        const S b2 = cbr(b, b.conv_bn(cbr(b, right, bf, 1), bf, 3, 1, bf), bf, 1);
+        const S b2 = cbr(b, b.conv_bn(cbr(b, right, bf, 1), bf, k, 1, bf), bf, 1);
         out = b.concat({left, b2});
       }
       x = b.channel_shuffle(out, 2);
@@ -148,13 +156,18 @@ S shufflenet_v1(LayerBuilder& b, S x) {
   const int64_t c1 = std::max<int64_t>(12, std::llround(240 * b.width() / 12) * 12);
   x = b.maxpool(cbr(b, x, 24, 3, 2), 3, 2, 1);
   const int repeats[] = {4, 8, 4};
-  for (int st = 0; st < 3; ++st)
-    for (int i = 0; i < repeats[st]; ++i) {
-      const int64_t in = ch(b, x), out = c1 << st, s = i == 0 ? 2 : 1, mid = out / 4;
+  for (int st = 0; st < 3; ++st) {
+    // A variant's stage is still wider than the one before: its first unit adds out - in channels to its input.
+    const int64_t declared = 240 << st;
+    const int64_t c = b.variant() ? std::max<int64_t>(ch(b, x) + 12, std::llround(declared * b.factor(declared) / 12) * 12)
+                                  : c1 << st;
+    for (int64_t i = 0, n = b.depth(repeats[st]); i < n; ++i) {
+      const int64_t in = ch(b, x), out = c, s = i == 0 ? 2 : 1, mid = out / 4;
       S y = b.channel_shuffle(cbr(b, x, mid, 1, 1, st == 0 && i == 0 ? 1 : groups), groups);
       y = b.conv_bn(b.conv_bn(y, mid, 3, s, mid), s == 2 ? out - in : out, 1, 1, groups);
       x = s == 1 ? b.relu(b.add(x, y)) : b.concat({b.padded_avgpool(x, 3, 2, 1), b.relu(y)});
     }
+  }
   return head(b, x);
 }
 
@@ -164,7 +177,7 @@ S shufflenet_v1(LayerBuilder& b, S x) {
 S preact_resnet18(LayerBuilder& b, S x) {
   x = b.maxpool(cbr(b, x, b.scaled(64), 7, 2), 3, 2, 1);
   for (int stage = 0; stage < 4; ++stage)
-    for (int i = 0; i < 2; ++i) {
+    for (int64_t i = 0, n = b.depth(2); i < n; ++i) {
       const int64_t out = b.scaled(64 << stage), s = stage > 0 && i == 0 ? 2 : 1;
       const S pre = b.relu(b.batchnorm(x));
       const S shortcut = s != 1 || ch(b, x) != out ? b.conv(pre, out, 1, s) : x;
@@ -178,9 +191,9 @@ S mnasnet(LayerBuilder& b, S x) {
   x = b.conv_bn(cbr(b, cbr(b, x, stem, 3, 2), stem, 3, 1, stem), b.scaled(16), 1);
   const int64_t cfg[][5] = {{3, 3, 2, 3, 24}, {3, 5, 2, 3, 40}, {6, 5, 2, 3, 80}, {6, 3, 1, 2, 96}, {6, 5, 2, 4, 192}, {6, 3, 1, 1, 320}};
   for (const auto& r : cfg)
-    for (int64_t i = 0; i < r[3]; ++i) {
-      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0], out = b.scaled(r[4]);
-      const S y = b.conv_bn(cbr(b, cbr(b, x, mid, 1), mid, r[1], s, mid), out, 1);
+    for (int64_t i = 0, n = b.depth(r[3]); i < n; ++i) {
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * b.pick(r[0], {3, 6}), out = b.scaled(r[4]);
+      const S y = b.conv_bn(cbr(b, cbr(b, x, mid, 1), mid, b.pick(r[1], {3, 5, 7}), s, mid), out, 1);
       x = s == 1 && in == out ? b.add(x, y) : y;
     }
   return b.gemm(b.reduce_mean_hw(cbr(b, x, 1280, 1), false), 1000);
@@ -213,7 +226,7 @@ S densenet121(LayerBuilder& b, S x) {
   const int64_t growth = b.scaled(32);
   for (int bi = 0; bi < 4; ++bi) {
     std::vector<S> features{x};
-    for (int i = 0; i < blocks[bi]; ++i) {
+    for (int64_t i = 0, n = b.depth(blocks[bi]); i < n; ++i) {
       const S in = b.concat(features);  // torch.cat of a one-tensor list too, as DenseNet's first layer exports
       const S y = b.conv(cbr(b, b.relu(b.batchnorm(in)), 4 * growth, 1), growth, 3);
       features.push_back(y);
@@ -229,11 +242,13 @@ S efficientnet_b0(LayerBuilder& b, S x) {
   const int64_t cfg[][5] = {{1, 3, 1, 16, 1}, {6, 3, 2, 24, 2}, {6, 5, 2, 40, 2}, {6, 3, 2, 80, 3},
                             {6, 5, 1, 112, 3}, {6, 5, 2, 192, 4}, {6, 3, 1, 320, 1}};
   for (const auto& r : cfg)
-    for (int64_t i = 0; i < r[4]; ++i) {
-      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * r[0], out = b.scaled(r[3]);
-      S y = r[0] == 1 ? x : b.swish(b.conv_bn(x, mid, 1));
-      y = b.swish(b.conv_bn(y, mid, r[1], s, mid));
-      y = b.conv_bn(se_block(b, y, std::max<int64_t>(1, in / 4), false), out, 1);
+    for (int64_t i = 0, n = b.depth(r[4]); i < n; ++i) {
+      const int64_t t = r[0] == 1 ? 1 : b.pick(r[0], {3, 4, 6});
+      const int64_t s = i == 0 ? r[2] : 1, in = ch(b, x), mid = in * t, out = b.scaled(r[3]);
+      S y = t == 1 ? x : b.swish(b.conv_bn(x, mid, 1));
+      y = b.swish(b.conv_bn(y, mid, b.pick(r[1], {3, 5, 7}), s, mid));
+      if (b.coin(true)) y = se_block(b, y, std::max<int64_t>(1, in / 4), false);
+      y = b.conv_bn(y, out, 1);
       x = s == 1 && in == out ? b.add(x, y) : y;
     }
   return head(b, b.swish(b.conv_bn(x, b.scaled(1280), 1)));
@@ -258,8 +273,57 @@ S vgg11_bn(LayerBuilder& b, S x) {
   return b.gemm(b.relu(b.gemm(b.relu(b.gemm(b.flatten(b.avgpool(x, 1, 1)), 4096)), 4096)), 1000);
 }
 
-const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>>& registry() {
-  static const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>> r = {
+// Once-for-all's MobileNetV3 space (Cai et al. 2020, OFA-MobileNetV3 at width 1.0): five stages of 2-4 blocks,
+// each block's kernel 3/5/7 and expansion 3/4/6 its own; SE and the activation fixed per stage. Without a variant:
+// the largest subnet (depth 4, kernel 7, expansion 6).
+S ofa_mobilenet_v3(LayerBuilder& b, S x) {
+  x = b.hardswish(b.conv_bn(x, 16, 3, 2));
+  x = b.add(x, b.conv_bn(b.relu(b.conv_bn(x, 16, 3, 1, 16)), 16, 1));
+  struct Stage { int64_t out; bool hs, se; int64_t s; };
+  const Stage stages[] = {{24, false, false, 2}, {40, false, true, 2}, {80, true, false, 2}, {112, true, true, 1},
+                          {160, true, true, 2}};
+  for (const auto& st : stages)
+    for (int64_t i = 0, n = b.pick(4, {2, 3, 4}); i < n; ++i) {
+      const int64_t in = ch(b, x), s = i == 0 ? st.s : 1;
+      const int64_t mid = make_divisible(static_cast<double>(in * b.pick(6, {3, 4, 6})));
+      auto act = [&](const S& v) { return st.hs ? b.hardswish(v) : b.relu(v); };
+      S y = act(b.conv_bn(act(b.conv_bn(x, mid, 1)), mid, b.pick(7, {3, 5, 7}), s, mid));
+      if (st.se) y = se_block(b, y, make_divisible(static_cast<double>(mid) / 4), true);
+      y = b.conv_bn(y, st.out, 1);
+      x = s == 1 && in == st.out ? b.add(x, y) : y;
+    }
+  x = b.hardswish(b.conv_bn(x, 960, 1));
+  x = b.hardswish(b.conv(b.global_avgpool(x), 1280, 1, 1, 0, 1, true));
+  return b.gemm(b.flatten(x), 1000);
+}
+
+// ProxylessNAS's mobile space (Cai et al. 2019): six stages of up to four MBConv blocks (ReLU6), each block's kernel
+// 3/5/7 and expansion 3/6 its own, or after a stage's first block no block at all (the zero op). Without a
+// variant: every block at kernel 7, expansion 6.
+S proxylessnas(LayerBuilder& b, S x) {
+  x = cbr6(b, x, 32, 3, 2);
+  x = b.conv_bn(cbr6(b, x, 32, 3, 1, 32), 16, 1);
+  const int64_t stages[][3] = {{24, 2, 4}, {40, 2, 4}, {80, 2, 4}, {96, 1, 4}, {192, 2, 4}, {320, 1, 1}};
+  for (const auto& st : stages)
+    for (int64_t i = 0; i < st[2]; ++i) {
+      // Choices 0-5: kernel 3/5/7 at expansion 3, then at 6; choice 6: the zero op.
+      const int64_t choice = i == 0 ? b.pick(5, {0, 1, 2, 3, 4, 5}) : b.pick(5, {0, 1, 2, 3, 4, 5, 6});
+      if (choice == 6) continue;
+      const int64_t k = 3 + 2 * (choice % 3), in = ch(b, x), mid = in * (choice < 3 ? 3 : 6), s = i == 0 ? st[1] : 1;
+      const S y = b.conv_bn(cbr6(b, cbr6(b, x, mid, 1), mid, k, s, mid), st[0], 1);
+      x = s == 1 && in == st[0] ? b.add(x, y) : y;
+    }
+  return b.gemm(b.flatten(b.global_avgpool(cbr6(b, x, 1280, 1))), 1000);
+}
+
+struct Entry {
+  std::string name;
+  std::function<S(LayerBuilder&, S)> build;
+  bool space = false;  // a NAS search space: sampled, in no builtin set
+};
+
+const std::vector<Entry>& registry() {
+  static const std::vector<Entry> r = {
       {"mobilenet_v1", mobilenet_v1},
       {"mobilenet_v2", mobilenet_v2},
       {"mobilenet_v3_large", mobilenet_v3_large},
@@ -275,31 +339,41 @@ const std::vector<std::pair<std::string, std::function<S(LayerBuilder&, S)>>>& r
       {"densenet121", densenet121},
       {"efficientnet_b0", efficientnet_b0},
       {"alexnet", alexnet},
-      {"vgg11_bn", vgg11_bn}};
+      {"vgg11_bn", vgg11_bn},
+      {"ofa_mobilenet_v3", ofa_mobilenet_v3, true},
+      {"proxylessnas", proxylessnas, true}};
   return r;
+}
+
+std::vector<std::string> names(bool spaces) {
+  std::vector<std::string> out;
+  for (const auto& e : registry())
+    if (e.space == spaces) out.push_back(e.name);
+  return out;
 }
 
 }  // namespace
 
-std::vector<std::string> architectures() {
-  std::vector<std::string> names;
-  for (const auto& [name, fn] : registry()) names.push_back(name);
-  return names;
-}
+std::vector<std::string> architectures() { return names(false); }
 
-Network build(const std::string& name, int64_t resolution, double width) {
+std::vector<std::string> spaces() { return names(true); }
+
+Network build(const std::string& name, int64_t resolution, double width, std::optional<uint64_t> variant, bool weights) {
   // The bounds keep every network's weights within memory (VGG's classifier grows with the input's area).
   if (!(width > 0 && width <= 4)) throw Error(fmt::format("network width must be in (0, 4], got {}", width));
   if (resolution < 32 || resolution > 512)
     throw Error(fmt::format("network resolution must be in [32, 512], got {}", resolution));
-  for (const auto& [n, fn] : registry()) {
-    if (n != name) continue;
+  for (const auto& e : registry()) {
+    if (e.name != name) continue;
     LayerBuilder b(name, 13, 7);
     b.set_width(width);
-    b.output(fn(b, b.input("input", {1, 3, resolution, resolution})));
+    if (variant) b.set_variant(*variant);
+    b.set_weights(weights);
+    b.output(e.build(b, b.input("input", {1, 3, resolution, resolution})));
     return {name, b.model(), b.flops()};
   }
-  throw Error(fmt::format("unknown architecture '{}' (known: {})", name, fmt::join(architectures(), ", ")));
+  throw Error(fmt::format("unknown architecture '{}' (known: {}, {})", name, fmt::join(architectures(), ", "),
+                          fmt::join(spaces(), ", ")));
 }
 
 }  // namespace nnmeter::networks

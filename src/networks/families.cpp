@@ -43,6 +43,7 @@ constexpr FamilyEntry kFamilies[] = {
     {"vit", "vit"},
     {"bert", "bert"},
     {"proxyless", "proxylessnas"},
+    {"ofamobilenetv3", "ofa_mobilenet_v3"},  // Once-for-all's space: other blocks than MobileNetV3's
 };
 
 std::string squeezed(const std::string& name) {

@@ -22,13 +22,32 @@ int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d, bool cei
 
 }  // namespace
 
-int64_t LayerBuilder::scaled(int64_t channels) const {
-  if (width_ == 1.0) return channels;
-  const double v = static_cast<double>(channels) * width_;
+int64_t LayerBuilder::scaled(int64_t channels) {
+  const double scale = width_ * factor(channels);
+  if (scale == 1.0) return channels;
+  const double v = static_cast<double>(channels) * scale;
   int64_t n = std::max<int64_t>(8, static_cast<int64_t>(v + 4.0) / 8 * 8);
   if (static_cast<double>(n) < 0.9 * v) n += 8;
   return n;
 }
+
+double LayerBuilder::factor(int64_t channels) {
+  if (!rng_) return 1.0;
+  const auto [it, drawn] = factors_.try_emplace(channels, 0.0);
+  if (drawn) it->second = 0.5 + rng_->uniform();
+  return it->second;
+}
+
+int64_t LayerBuilder::pick(int64_t published, const std::vector<int64_t>& options) {
+  return rng_ && !options.empty() ? options[rng_->below(options.size())] : published;
+}
+
+int64_t LayerBuilder::depth(int64_t published) {
+  const int64_t spread = std::max<int64_t>(1, published / 3), lo = std::max<int64_t>(1, published - spread);
+  return rng_ ? lo + static_cast<int64_t>(rng_->below(static_cast<uint64_t>(published + spread - lo + 1))) : published;
+}
+
+bool LayerBuilder::coin(bool published) { return rng_ ? rng_->below(2) == 1 : published; }
 
 LayerBuilder::LayerBuilder(std::string name, int64_t opset, uint32_t seed) : g_(std::move(name), seed, opset) {}
 

@@ -8,7 +8,9 @@
 
 #include <array>
 #include <map>
+#include <optional>
 
+#include "common/rng.h"
 #include "nnmeter/common.h"
 #include "onnx_io/builder.h"
 
@@ -73,8 +75,20 @@ class LayerBuilder {
   // Width multiplier of the architecture being built (MobileNet's alpha): scaled(c) is the channel count
   // a layer declared with `c` channels gets, rounded to a multiple of 8 as torchvision does.
   void set_width(double width) { width_ = width; }
+  void set_weights(bool on) { g_.set_weights(on); }  // GraphBuilder::set_weights
   double width() const { return width_; }
-  int64_t scaled(int64_t channels) const;
+  int64_t scaled(int64_t channels);
+
+  // A per-layer random variant (nn-meter networks sample) drawn from `seed`. From then on factor(c) is a width
+  // factor in [0.5, 1.5] drawn once per declared channel count, so the blocks of a stage keep one width and
+  // their residual adds; pick() and depth() draw kernels, expansions and depths, coin() SE on or off. Without a
+  // variant every draw is the published value.
+  void set_variant(uint64_t seed) { rng_.emplace(seed); }
+  bool variant() const { return rng_.has_value(); }
+  double factor(int64_t channels);
+  int64_t pick(int64_t published, const std::vector<int64_t>& options);
+  int64_t depth(int64_t published);  // within a third of `published` either way, at least one
+  bool coin(bool published);
   double flops() const { return flops_; }  // multiply-adds count 2
   onnx::ModelProto model() const;
   void save(const fs::path& path) const;
@@ -87,6 +101,8 @@ class LayerBuilder {
   std::map<std::string, Shape> shapes_;
   double flops_ = 0;
   double width_ = 1.0;
+  std::optional<Rng> rng_;
+  std::map<int64_t, double> factors_;
 };
 
 // Overloaded short forms of onnx_io's attr_int/attr_float/attr_ints/attr_string for hand-built graphs.

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "common/hash.h"
 #include "common/io.h"
 #include "common/progress.h"
 #include "networks/architectures.h"
@@ -94,6 +95,16 @@ std::vector<NetworkSpec> unseen_families() {
   return v;
 }
 
+// The sealed test split (kSealedTestSet): its seed is used by nothing else.
+std::vector<NetworkSpec> sealed_test() {
+  std::vector<NetworkSpec> v;
+  for (const auto& family : network_sample_families()) {
+    const NetworkSet s = sample_network_set(family, 3, kSealedTestSeed);
+    v.insert(v.end(), s.networks.begin(), s.networks.end());
+  }
+  return v;
+}
+
 std::vector<NetworkSpec> joined(std::initializer_list<std::vector<NetworkSpec>> parts) {
   std::vector<NetworkSpec> v;
   for (const auto& p : parts) v.insert(v.end(), p.begin(), p.end());
@@ -122,15 +133,22 @@ std::vector<NetworkSet> make_sets() {
        joined({calibration(), calibration_more(), calibration_span(), calibration_small()})},
       {"unseen-families", "pre-activation ResNet-18 and ShuffleNet v1 (3 groups) at six sizes: families in no sample or "
        "calibration set", unseen_families()},
+      {kSealedTestSet, "the sealed test split: 3 per-layer variants of every family and NAS space; no build samples "
+       "its layers", sealed_test()},
   };
 }
 
 }  // namespace
 
-std::string NetworkSpec::file_name() const { return fmt::format("{}_r{}_w{}.onnx", arch, resolution, width); }
+std::string NetworkSpec::file_name() const {
+  if (variant) return fmt::format("{}__s{}n{}_r{}.onnx", arch, variant->seed, variant->index, resolution);
+  return fmt::format("{}_r{}_w{}.onnx", arch, resolution, width);
+}
 
 Json NetworkSpec::to_json() const {
-  return {{"arch", arch}, {"resolution", resolution}, {"width", width}, {"file", file_name()}};
+  Json j = {{"arch", arch}, {"resolution", resolution}, {"width", width}, {"file", file_name()}};
+  if (variant) j.update({{"family", network_family(arch)}, {"seed", variant->seed}, {"index", variant->index}});
+  return j;
 }
 
 Json NetworkSet::to_json() const {
@@ -155,8 +173,10 @@ const NetworkSet& find_network_set(const std::string& name) {
   throw Error(fmt::format("unknown network set '{}' (known: {})", name, fmt::join(names, ", ")));
 }
 
-std::string network_onnx(const NetworkSpec& spec) {
-  return networks::build(spec.arch, spec.resolution, spec.width).model.SerializeAsString();
+std::string network_onnx(const NetworkSpec& spec, bool weights) {
+  std::optional<uint64_t> variant;
+  if (spec.variant) variant = fnv1a(fmt::format("{}/{}/{}", spec.arch, spec.variant->seed, spec.variant->index));
+  return networks::build(spec.arch, spec.resolution, spec.width, variant, weights).model.SerializeAsString();
 }
 
 NetworkExport export_network_set(const NetworkSet& set, const fs::path& dir, bool progress) {
@@ -169,13 +189,21 @@ NetworkExport export_network_set(const NetworkSet& set, const fs::path& dir, boo
   Progress bar("exporting " + set.name, set.networks.size(), progress);
   for (size_t i = 0; i < set.networks.size(); ++i) {
     const fs::path file = dir / set.networks[i].file_name();
-    out.files.push_back(file);
     if (fs::exists(file)) {
       out.kept.push_back(file);
     } else {
-      io::write_file_atomic(file, network_onnx(set.networks[i]));
+      std::string bytes;
+      try {
+        bytes = network_onnx(set.networks[i]);
+      } catch (const Error& e) {
+        out.skipped.emplace_back(file.filename().string(), e.what());
+        bar.advance();
+        continue;
+      }
+      io::write_file_atomic(file, bytes);
       out.written.push_back(file);
     }
+    out.files.push_back(file);
     bar.advance();
   }
   return out;

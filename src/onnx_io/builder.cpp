@@ -124,6 +124,7 @@ std::string GraphBuilder::random_weight(const std::string& hint, const Shape& sh
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::FLOAT);
   for (int64_t d : shape) t->add_dims(d);
+  if (!weights_) return name;
   // Filling raw_data in place avoids a second copy of multi-hundred-megabyte weights.
   const int64_t n = numel(shape);
   std::string* raw = t->mutable_raw_data();

@@ -32,6 +32,9 @@ class GraphBuilder {
   // torch export names them, or `name`).
   std::string input(const Shape& shape);
   std::string input(const std::string& name, const Shape& shape);
+  // Without weights, random_weight's initializers have their shape and no data: a graph for detecting its
+  // layers, not for running, without the hundreds of MB a large classifier's weights take.
+  void set_weights(bool on) { weights_ = on; }
   // A float32 initializer filled uniformly in [lo, hi).
   std::string random_weight(const std::string& hint, const Shape& shape, float lo, float hi);
   // He-uniform conv/gemm weights, so activations stay in a sane range through a chain of kernels.
@@ -61,6 +64,7 @@ class GraphBuilder {
   SplitMix64 rng_;
   int counter_ = 0;
   int inputs_ = 0;
+  bool weights_ = true;
 };
 
 // Common layer blocks in NCHW. `x` has `channels` channels.

@@ -70,12 +70,6 @@ std::unique_ptr<FeatureParser> parser_for(const std::string& kernel, const Regis
   return find_kernel(registry ? *registry : fallback, kernel).create(Json::object()).parser;
 }
 
-// Element-wise ops without a kernel: a binary op reads two tensors like add, a unary one is a pass like relu.
-std::vector<std::string> elementwise_candidates(bool binary) {
-  if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
-  return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
-}
-
 // torch.onnx.export folds BN into the conv before it, so real exports have conv-relu where a predictor built
 // on nn-Meter's kernels has conv-bn-relu. On a backend that fuses conv and bn (its rule obeyed) the two cost
 // the same, so the one regressor is the other's own, not a stand-in.
@@ -95,6 +89,11 @@ bool bn_twin(const std::string& kernel, const std::string& candidate, const Fusi
 }  // namespace
 
 bool is_grouped_conv(const std::string& kernel) { return kernel.rfind("gconv-", 0) == 0; }
+
+std::vector<std::string> elementwise_kernels(bool binary) {
+  if (binary) return {"add", "addrelu", "relu", "hswish", "swish", "bn", "bnrelu"};
+  return {"relu", "hswish", "swish", "bn", "bnrelu", "add", "addrelu"};
+}
 
 std::vector<std::string> stand_in_kernels(const std::string& kernel) {
   std::vector<std::string> out = {kernel};
@@ -139,6 +138,10 @@ KernelConfig stand_in_config(const std::string& kernel, const std::string& predi
   if (kernel == "channelshuffle" && predictor_kernel == "concat") {
     const int64_t hw = config["HW"].get<int64_t>(), cin = config["CIN"].get<int64_t>();
     return {{"HW", hw}, {"CIN1", cin / 2}, {"CIN2", cin - cin / 2}};
+  }
+  if (is_grouped_conv(kernel) && !is_grouped_conv(predictor_kernel)) {
+    const int64_t groups = config["GROUPS"].get<int64_t>();
+    for (const char* key : {"CIN", "COUT"}) config[key] = config[key].get<int64_t>() / groups;
   }
   return config;
 }
@@ -229,18 +232,15 @@ ModelPrediction LatencyPredictor::predict_ir(const ModelIr& ir) const {
       continue;
     }
     const bool ew = k.kind == KernelKind::elementwise;
-    const std::vector<std::string> options = ew ? elementwise_candidates(k.binary) : stand_in_kernels(p.kernel);
+    const std::vector<std::string> options = ew ? elementwise_kernels(k.binary) : stand_in_kernels(p.kernel);
     p.predictor_kernel = pick(options);
     if (p.predictor_kernel.empty()) {
       uncover(p.nodes, fmt::format("predictor {} has no {} predictor (nor {})", s.name, ew ? "element-wise" : p.kernel,
                              fmt::join(options, ", ")));
       continue;
     }
-    if (is_grouped_conv(p.kernel) && !is_grouped_conv(p.predictor_kernel)) {
-      // No grouped conv kernel: GROUPS independent convs of CIN/GROUPS → COUT/GROUPS.
-      p.groups = p.config["GROUPS"].get<int64_t>();
-      for (const char* key : {"CIN", "COUT"}) p.config[key] = p.config[key].get<int64_t>() / p.groups;
-    }
+    // No grouped conv kernel: GROUPS independent convs of CIN/GROUPS → COUT/GROUPS.
+    if (is_grouped_conv(p.kernel) && !is_grouped_conv(p.predictor_kernel)) p.groups = p.config["GROUPS"].get<int64_t>();
     p.config = stand_in_config(p.kernel, p.predictor_kernel, std::move(p.config));
     const bool twin = !ew && bn_twin(p.kernel, p.predictor_kernel, s.rules);
     p.stand_in = ew || (p.predictor_kernel != p.kernel && !twin);

@@ -145,7 +145,7 @@ SampleResult generate_config_sample(const Workspace& workspace, const Registry& 
 
 SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& suite, int sample_num,
                                     const std::string& mark, SamplingMode mode, const std::vector<KernelConfig>& configs,
-                                    uint64_t seed) {
+                                    uint64_t seed, const std::set<std::string>& excluded) {
   const std::string& kernel = suite.name;
   if (sample_num <= 0 || sample_num > kMaxSampleNum)
     throw Error("sample_num must be a positive integer of at most " + std::to_string(kMaxSampleNum) +
@@ -157,11 +157,12 @@ SampleResult generate_config_sample(const Workspace& workspace, KernelSuite& sui
   std::vector<KernelConfig> sampled = mode == SamplingMode::Prior
                                           ? suite.sampler->prior_config_sampling(sample_num, seed)
                                           : suite.sampler->finegrained_config_sampling(sample_num, configs, seed);
-  return write_config_samples(workspace, suite, sampled, mark, seed);
+  return write_config_samples(workspace, suite, sampled, mark, seed, excluded);
 }
 
 SampleResult write_config_samples(const Workspace& workspace, KernelSuite& suite,
-                                  const std::vector<KernelConfig>& sampled, const std::string& mark, uint64_t seed) {
+                                  const std::vector<KernelConfig>& sampled, const std::string& mark, uint64_t seed,
+                                  const std::set<std::string>& excluded) {
   const std::string& kernel = suite.name;
   check_mark(mark);
   if (sampled.size() > static_cast<size_t>(kMaxSampleNum))
@@ -195,6 +196,10 @@ SampleResult write_config_samples(const Workspace& workspace, KernelSuite& suite
   uint64_t id_state = seed ^ 0x6E6E2D4D65746572ULL;  // IDs use their own stream, independent of the sampler
   WrittenFiles written;
   for (size_t i = 0; i < sampled.size(); ++i) {
+    if (excluded.count(sampled[i].dump())) {
+      ++result.excluded;
+      continue;
+    }
     if (!existing.configs.insert(sampled[i].dump()).second) {
       ++result.duplicates;
       continue;
@@ -221,7 +226,8 @@ SampleResult write_config_samples(const Workspace& workspace, KernelSuite& suite
     entries[id] = std::move(entry);
   }
   if (result.new_entries.empty()) {
-    spdlog::warn("all {} sampled configs of {} are already in the workspace; nothing written", result.sampled, kernel);
+    spdlog::warn("all {} sampled configs of {} are already in the workspace{}; nothing written", result.sampled, kernel,
+                 result.excluded > 0 ? " or excluded" : "");
     return result;
   }
   io::save_json_file(result.results_file, results);

@@ -1,4 +1,5 @@
 // The kernel predictor builder end to end through the real binary on onednn_cpu, kept small.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
@@ -15,6 +16,7 @@
 #include "networks/architectures.h"
 #include "networks/layers.h"
 #include "nnmeter/latency.h"
+#include "nnmeter/networks.h"
 #include "nnmeter/prediction.h"
 #include "support/test_support.h"
 
@@ -86,9 +88,13 @@ TEST(BuildCli, RerunContinuesTheEarlierSamplesInsteadOfSamplingAgain) {
   const size_t profiled = count_lines(results / "profile_journal_relu.jsonl");
   const std::string predictor = read_text(ws / "predictor_build" / "predictor" / "relu.json");
 
+  // 20 drawn, less any that is a layer of the sealed test split.
+  const Json sampled = io::load_json_file(results / "relu_prior.json");
+  EXPECT_GE(sampled["relu"].size(), 15u);
   CliResult again = run_cli(build, tmp / "home");
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
-  EXPECT_TRUE(contains(again.out, "relu: continuing the 20 configs sampled earlier")) << again.out;
+  EXPECT_TRUE(contains(again.out, fmt::format("relu: continuing the {} configs sampled earlier", sampled["relu"].size())))
+      << again.out;
   EXPECT_EQ(count_lines(results / "profile_journal_relu.jsonl"), profiled) << "nothing is profiled twice";
   EXPECT_EQ(read_text(ws / "predictor_build" / "predictor" / "relu.json"), predictor) << "same data, same predictor";
 }
@@ -137,8 +143,13 @@ TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
     return t;
   };
   const auto relu = times("relu"), add = times("add");
-  ASSERT_EQ(relu.size(), 20u);
-  ASSERT_EQ(add.size(), 20u);
+  // Two repeats of each sample: 10 drawn, less any that is a layer of the sealed test split.
+  const auto samples = [&](const std::string& kernel) {
+    return io::load_json_file(results / (kernel + "_prior.json"))[kernel].size();
+  };
+  ASSERT_GE(samples("relu"), 8u);
+  ASSERT_EQ(relu.size(), 2 * samples("relu"));
+  ASSERT_EQ(add.size(), 2 * samples("add"));
   // Interleaved: each kernel's measurements start before the other's end.
   EXPECT_LT(relu.front(), add.back());
   EXPECT_LT(add.front(), relu.back());
@@ -148,6 +159,9 @@ TEST(BuildCli, KernelsShareOneShuffledOrderAndDriftProbesAreReported) {
   EXPECT_TRUE(contains(built.out, "probe_conv-bn-relu: ")) << built.out;
   EXPECT_TRUE(fs::exists(ws / "predictor_build" / "probes" / "probe_dwconv-bn-relu.onnx"));
 }
+
+// A kernel's lines in KERNELS: two samples, no fine-grained round.
+std::string two_samples(const std::string& kernel) { return "  " + kernel + ":\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"; }
 
 // SAMPLE_MODELS: every layer of the given networks becomes a sample of its kernel, measured in the same
 // shuffled order as the prior samples; a rerun continues them.
@@ -197,6 +211,70 @@ TEST(BuildCli, SampleModelsAddEveryLayerOfTheNetworksAsSamples) {
   EXPECT_EQ(count_lines(results / "profile_journal_conv-bn-relu.jsonl"), journal) << "nothing is profiled twice";
 }
 
+// The sealed test split: no layer config of it is a training sample of any kernel that may predict it, not even
+// when a network listed in SAMPLE_MODELS is one of its networks; and the set itself cannot be listed.
+TEST(BuildCli, NoLayerOfTheSealedTestSplitIsATrainingSample) {
+  NNMETER_RELEASE_RUN_ONLY();
+  TempDir tmp;
+  const std::string kernels = two_samples("conv-bn-relu") + two_samples("dwconv-bn-relu") +
+                              two_samples("relu") + two_samples("add");
+  const fs::path ws = make_workspace(tmp, kernels);
+  const NetworkSet& sealed = find_network_set(kSealedTestSet);
+  ASSERT_EQ(sealed.networks.size(), 3 * network_sample_families().size());
+  // The split's smallest mobile network, under another name, next to a network of no set.
+  const NetworkSpec* pick = nullptr;
+  for (const auto& n : sealed.networks)
+    if (network_family(n.arch) == "mobilenet_v2" && (!pick || n.resolution < pick->resolution)) pick = &n;
+  ASSERT_NE(pick, nullptr);
+  const fs::path copy = tmp / "nets" / "mine.onnx";
+  write_text(copy, network_onnx(*pick));
+  write_text(tmp / "nets" / "mobilenet_v1_r32_w0.25.onnx", networks::build("mobilenet_v1", 32, 0.25).model.SerializeAsString());
+  const fs::path config = ws / "configs" / "predictorbuild_config.yaml";
+  const std::string base = read_text(config);
+  write_text(config, base + "SAMPLE_MODELS: [../nets, sample:proxylessnas:1:5]\n");
+  CliResult built = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home");
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  EXPECT_TRUE(contains(built.out, "layers of the sealed test split left out")) << built.out;
+  EXPECT_TRUE(contains(built.out, "samples are layers of the 3 SAMPLE_MODELS networks")) << built.out;
+  const NetworkSet sampled = sample_network_set("proxylessnas", 1, 5);
+  EXPECT_TRUE(fs::exists(ws / "predictor_build" / "networks" / "proxylessnas-s5" / sampled.networks[0].file_name()));
+
+  // Every layer of every sealed network, as each kernel that may predict it would read it (no rules: nothing fuses).
+  std::set<std::string> sealed_configs;
+  for (const auto& n : sealed.networks)
+    for (const DetectedKernel& k : detect_kernels(load_onnx_ir_bytes(network_onnx(n, false), n.file_name()), FusionRules{})) {
+      if (k.kind != KernelKind::compute && k.kind != KernelKind::elementwise) continue;
+      const bool ew = k.kind == KernelKind::elementwise;
+      for (const std::string& kernel : ew ? elementwise_kernels(k.binary) : stand_in_kernels(k.kernel))
+        sealed_configs.insert(kernel + " " + stand_in_config(k.kernel, kernel, k.config).dump());
+    }
+  size_t samples = 0, model_samples = 0;
+  for (const auto& e : fs::directory_iterator(ws / "predictor_build" / "results")) {
+    const std::string name = e.path().filename().string();
+    if (e.path().extension() != ".json" || name.rfind("profiled_", 0) == 0) continue;
+    const Json doc = io::load_json_file(e.path());
+    for (const auto& [kernel, entries] : doc.items()) {
+      if (!entries.is_object()) continue;
+      for (const auto& [id, entry] : entries.items()) {
+        if (!entry.is_object() || !entry.contains("config")) continue;
+        ++samples;
+        model_samples += name.find("_models") != std::string::npos;
+        EXPECT_EQ(sealed_configs.count(kernel + " " + entry["config"].dump()), 0u)
+            << name << ": " << entry["config"].dump() << " is a layer of the sealed test split";
+      }
+    }
+  }
+  EXPECT_GT(model_samples, 0u) << "the other network's layers are samples";
+  EXPECT_GT(samples, model_samples);
+
+  for (const char* key : {"SAMPLE_MODELS", "CALIBRATION_NETWORKS"}) {
+    write_text(config, base + key + ": [" + kSealedTestSet + "]\n");
+    const CliResult refused = run_cli({"build", "--workspace", ws.string(), "--backend", "onednn_cpu", "--no-ruletest"}, tmp / "home");
+    EXPECT_NE(refused.exit_code, 0) << key;
+    EXPECT_TRUE(contains(refused.err, std::string(key) + " cannot list the sealed-test set")) << refused.err;
+  }
+}
+
 // A layer's sample goes to the kernel that will predict it, also when a rerun continues that kernel's
 // samples: a lone BN is bn's, never its stand-in bnrelu's because bnrelu has no samples of the network yet.
 TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
@@ -220,8 +298,6 @@ TEST(BuildCli, SampleModelsGoToThePredictingKernelAlsoOnARerun) {
   EXPECT_FALSE(fs::exists(results / "bnrelu_models.json")) << "bn's layers were given to its stand-in: " << again.out;
 }
 
-// A kernel's lines in KERNELS: two samples, no fine-grained round.
-std::string two_samples(const std::string& kernel) { return "  " + kernel + ":\n    INIT_SAMPLE_NUM: 2\n    ITERATION: 1\n"; }
 
 struct LayerBuild {
   CliResult cli;
@@ -464,8 +540,13 @@ TEST(BuildCli, SampleModelsThatCannotBeReadFailBeforeAnyWork) {
   write_text(tmp / "nets" / "broken.onnx", "not an onnx model");
   write_text(tmp / "empty" / "notes.txt", "no networks here");
   for (const auto& [value, message] : std::vector<std::pair<std::string, std::string>>{
-           {"[../missing]", "SAMPLE_MODELS entry ../missing is neither a network set (nn-meter networks list) nor a file "
-                            "or folder (relative paths start at the workspace folder " + (tmp / "ws").string()},
+           {"[../missing]", "SAMPLE_MODELS entry ../missing is neither a network set (nn-meter networks list), a sample "
+                            "(sample:FAMILY:COUNT:SEED) nor a file or folder (relative paths start at the workspace "
+                            "folder " + (tmp / "ws").string()},
+           {"[sample:resnet:2]", "SAMPLE_MODELS: 'sample:resnet:2' is not a sample: write sample:FAMILY:COUNT:SEED"},
+           {"[sample:lenet:2:1]", "SAMPLE_MODELS: unknown network family 'lenet' (known: alexnet"},
+           {"[sample:resnet:0:1]", "SAMPLE_MODELS: a sample's count must be in [1, 100000], got 0"},
+           {"[sample:resnet:2:20261207]", "seed 20261207 draws the sealed test split (sealed-test)"},
            {"[../empty]", "SAMPLE_MODELS folder " + (tmp / "ws" / ".." / "empty").string() + " holds no .onnx file"},
            {"[../nets]", "broken.onnx"}}) {
     SCOPED_TRACE(value);

@@ -1,5 +1,6 @@
 // A build sharded over two "devices" through the real binary on onednn_cpu, as a Slurm array would run it (the
 // array itself: tests/slurm/): plan, shards, merge, next phase, and the same samples as a single-host build.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -45,7 +46,11 @@ TEST(ShardedBuild, PlanShardsMergeUntilThePredictorIsWritten) {
   CliResult plan = run_cli(build(ws, {"--plan-only"}), home);
   ASSERT_EQ(plan.exit_code, 0) << plan.out << plan.err;
   EXPECT_TRUE(contains(plan.out, "Plan ")) << plan.out;
-  EXPECT_TRUE(contains(plan.out, "prior samples, 24 measurements of 12 models (expected ")) << plan.out;
+  const auto prior = [](const fs::path& w) { return ids(w / "predictor_build" / "results" / "relu_prior.json", "relu"); };
+  const size_t models = prior(ws).size();  // 12 drawn, less any that is a layer of the sealed test split
+  EXPECT_GE(models, 10u);
+  EXPECT_TRUE(contains(plan.out, fmt::format("prior samples, {} measurements of {} models (expected ", 2 * models, models)))
+      << plan.out;
   EXPECT_TRUE(fs::exists(ws / "predictor_build" / "shards" / "plan.json"));
   EXPECT_FALSE(fs::exists(ws / "predictor_build" / "predictor")) << "planning trains nothing";
 
@@ -74,9 +79,8 @@ TEST(ShardedBuild, PlanShardsMergeUntilThePredictorIsWritten) {
   const fs::path single = make_workspace(tmp, "single");
   CliResult alone = run_cli(build(single, {}), home);
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
-  const auto prior = [](const fs::path& w) { return ids(w / "predictor_build" / "results" / "relu_prior.json", "relu"); };
   EXPECT_EQ(prior(ws), prior(single));
-  EXPECT_EQ(prior(ws).size(), 12u);
+  EXPECT_EQ(prior(ws).size(), models);
 }
 
 TEST(ShardedBuild, ProbeLevelsAreNotAppliedAndTheBuildSaysSo) {

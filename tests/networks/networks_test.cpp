@@ -22,7 +22,8 @@ std::set<std::string> files_of(const NetworkSet& s) {
 
 TEST(NetworkSets, NamedOnceEveryNetworkValidAndScoredNetworksNeverCalibrate) {
   std::set<std::string> names;
-  const auto archs = network_architectures();
+  auto archs = network_architectures();
+  for (const auto& space : networks::spaces()) archs.push_back(space);
   for (const auto& s : network_sets()) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
     EXPECT_FALSE(s.networks.empty()) << s.name;
@@ -32,7 +33,17 @@ TEST(NetworkSets, NamedOnceEveryNetworkValidAndScoredNetworksNeverCalibrate) {
   EXPECT_EQ(find_network_set("evaluation").networks.size(), 55u);
   EXPECT_EQ(find_network_set("calibration").networks.size(), 23u);
   EXPECT_EQ(find_network_set("calibration-135").networks.size(), 135u);
-  EXPECT_EQ(find_network_set("published").networks.size(), archs.size());
+  EXPECT_EQ(find_network_set("published").networks.size(), network_architectures().size());
+  // The sealed test split: three variants of every family, of a seed no other set uses, in no other set.
+  EXPECT_EQ(find_network_set(kSealedTestSet).networks.size(), 3 * network_sample_families().size());
+  std::set<std::string> others;
+  for (const auto& s : network_sets())
+    if (s.name != kSealedTestSet) others.merge(files_of(s));
+  for (const auto& n : find_network_set(kSealedTestSet).networks) {
+    ASSERT_TRUE(n.variant.has_value());
+    EXPECT_EQ(n.variant->seed, 20261207u);
+    EXPECT_EQ(others.count(n.file_name()), 0u) << n.file_name();
+  }
   // A calibrated predictor is scored on networks it never saw.
   const auto scored = files_of(find_network_set("evaluation"));
   for (const auto& f : files_of(find_network_set("calibration-135"))) EXPECT_EQ(scored.count(f), 0u) << f;
@@ -45,7 +56,7 @@ TEST(NetworkSets, NamedOnceEveryNetworkValidAndScoredNetworksNeverCalibrate) {
   EXPECT_EQ(find_network_set("unseen-families").networks.size(), 12u);
   for (const auto& s : network_sets())
     for (const auto& n : s.networks)
-      if (s.name != "unseen-families" && s.name != "published")
+      if (s.name != "unseen-families" && s.name != "published" && s.name != kSealedTestSet)
         EXPECT_TRUE(n.arch != "preact_resnet18" && n.arch != "shufflenet_v1_g3") << s.name << ": " << n.arch;
   EXPECT_EQ((NetworkSpec{"mobilenet_v2", 160, 0.5}.file_name()), "mobilenet_v2_r160_w0.5.onnx");
   EXPECT_EQ((NetworkSpec{"resnet18", 224, 1.0}.file_name()), "resnet18_r224_w1.onnx");
@@ -105,6 +116,70 @@ TEST(NetworkSets, ExportWritesEveryFileOnceAndResumes) {
   EXPECT_TRUE(contains(error_of([&] { export_network_set(set, dir / "file"); }), "cannot create the output folder"));
 }
 
+// Every Conv's (kernel, in channels, out channels, group) and the number of Convs: what a variant redraws.
+std::multiset<std::vector<int64_t>> conv_shapes(const onnx::ModelProto& m) {
+  std::map<std::string, std::vector<int64_t>> dims;
+  for (const auto& t : m.graph().initializer()) dims[t.name()] = {t.dims().begin(), t.dims().end()};
+  std::multiset<std::vector<int64_t>> out;
+  for (const auto& n : m.graph().node())
+    if (n.op_type() == "Conv") {
+      int64_t group = 1;
+      for (const auto& a : n.attribute())
+        if (a.name() == "group") group = a.i();
+      const auto& w = dims.at(n.input(1));  // [out, in / group, k, k]
+      out.insert({w[2], w[1] * group, w[0], group});
+    }
+  return out;
+}
+
+TEST(NetworkSamples, EveryFamilyDrawsVariantsThatLoadAndDifferLayerByLayer) {
+  const auto families = network_sample_families();
+  EXPECT_EQ(families.size(), 14u);
+  for (const char* f : {"ofa_mobilenet_v3", "proxylessnas", "resnet", "shufflenet", "mobilenet_v2", "vgg"})
+    EXPECT_NE(std::find(families.begin(), families.end(), f), families.end()) << f;
+  TempDir dir;
+  for (const auto& family : families) {
+    const NetworkSet set = sample_network_set(family, 2, 11);
+    ASSERT_EQ(set.networks.size(), 2u);
+    std::set<std::multiset<std::vector<int64_t>>> distinct;
+    std::multiset<std::vector<int64_t>> first_convs;
+    for (const auto& spec : set.networks) {
+      ASSERT_TRUE(spec.variant.has_value());
+      const fs::path file = dir / spec.file_name();
+      // The family table groups a variant's file with its family, so leave-family-out holds it out with it.
+      EXPECT_EQ(network_family(file.stem().string()), family) << file;
+      const std::string bytes = network_onnx(spec);
+      onnx::ModelProto m;
+      ASSERT_TRUE(m.ParseFromString(bytes));
+      if (distinct.empty()) first_convs = conv_shapes(m);
+      distinct.insert(conv_shapes(m));
+      io::write_file_atomic(file, bytes);
+      EXPECT_FALSE(load_onnx_ir(file).nodes.empty()) << file;
+      fs::remove(file);
+    }
+    EXPECT_EQ(distinct.size(), 2u) << family << ": variants of one seed alike";
+    // Not the published network: some layer differs from the architecture's at the variant's resolution (VGG's
+    // and AlexNet's classifiers make them slow to build twice).
+    const NetworkSpec& first = set.networks[0];
+    if (family != "vgg" && family != "alexnet")
+      EXPECT_NE(first_convs, conv_shapes(networks::build(first.arch, first.resolution).model)) << family;
+  }
+  // Variant i of a seed is the same whatever the count; another seed draws others.
+  const NetworkSet four = sample_network_set("mobilenet_v2", 4, 3), two = sample_network_set("mobilenet_v2", 2, 3);
+  EXPECT_EQ(two.networks[1].file_name(), four.networks[1].file_name());
+  EXPECT_EQ(network_onnx(two.networks[1]), network_onnx(four.networks[1]));
+  EXPECT_NE(network_onnx(sample_network_set("mobilenet_v2", 1, 4).networks[0]), network_onnx(four.networks[0]));
+  EXPECT_EQ((NetworkSpec{"resnet50", 192, 1.0, NetworkVariant{7, 12}}.file_name()), "resnet50__s7n12_r192.onnx");
+  // Kernel sizes, expansions and depths are drawn as well as widths.
+  std::set<int64_t> kernels;
+  for (const auto& spec : four.networks)
+    for (const auto& c : conv_shapes(networks::build(spec.arch, spec.resolution, 1.0, 1234 + spec.variant->index).model))
+      kernels.insert(c[0]);
+  EXPECT_TRUE(kernels.count(5) || kernels.count(7));
+  EXPECT_TRUE(contains(error_of([] { sample_network_set("lenet", 1, 0); }), "unknown network family 'lenet' (known: alexnet"));
+  EXPECT_TRUE(contains(error_of([] { sample_network_set("resnet", 0, 0); }), "count must be in [1, 100000], got 0"));
+}
+
 TEST(NetworksCli, ListsExportsAndRefusesAnUnknownSet) {
   TempDir home;
   const CliResult list = run_cli({"networks", "list"}, home.path());
@@ -134,6 +209,40 @@ TEST(NetworksCli, ListsExportsAndRefusesAnUnknownSet) {
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_TRUE(contains(bad.err, "calibration-135")) << bad.err;
   EXPECT_EQ(run_cli({"networks"}, home.path()).exit_code, 2);
+}
+
+TEST(NetworksCli, SamplesVariantsResumesAndRefusesBadInput) {
+  TempDir home;
+  EXPECT_TRUE(contains(run_cli({"networks", "list"}, home.path()).out, "ofa_mobilenet_v3, proxylessnas"));
+  const fs::path out = home / "variants";
+  const CliResult first =
+      run_cli({"networks", "sample", "--family", "proxylessnas", "--count", "3", "--seed", "5", "--out", out.string(), "--json"},
+              home.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const Json doc = Json::parse(first.out);
+  EXPECT_EQ(doc["written"], 3);
+  ASSERT_EQ(doc["files"].size(), 3u);
+  EXPECT_EQ(doc["networks"][2]["file"], "proxylessnas__s5n2_r" + std::to_string(doc["networks"][2]["resolution"].get<int>()) + ".onnx");
+  EXPECT_EQ(doc["networks"][0]["family"], "proxylessnas");
+  for (const auto& f : doc["files"]) EXPECT_TRUE(fs::exists(f.get<std::string>())) << f;
+  // A larger count keeps the three already written and adds two.
+  const CliResult more =
+      run_cli({"networks", "sample", "--family", "proxylessnas", "--count", "5", "--seed", "5", "--out", out.string()}, home.path());
+  ASSERT_EQ(more.exit_code, 0) << more.err;
+  EXPECT_TRUE(contains(more.out, "5 variants of proxylessnas (seed 5) in")) << more.out;
+  EXPECT_TRUE(contains(more.out, "(2 written, 3 already there)")) << more.out;
+  // The variants load as any export does.
+  EXPECT_EQ(run_cli({"get_ir", "--onnx", doc["files"][0].get<std::string>(), "--output", (home / "ir.json").string()}, home.path())
+                .exit_code,
+            0);
+
+  const CliResult unknown = run_cli({"networks", "sample", "--family", "lenet", "--out", out.string()}, home.path());
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_TRUE(contains(unknown.err, "ofa_mobilenet_v3")) << unknown.err;
+  for (const char* count : {"0", "100001", "x"})
+    EXPECT_EQ(run_cli({"networks", "sample", "--family", "vgg", "--count", count, "--out", out.string()}, home.path()).exit_code, 2)
+        << count;
+  EXPECT_EQ(run_cli({"networks", "sample", "--family", "vgg", "--seed", "-1", "--out", out.string()}, home.path()).exit_code, 2);
 }
 
 }  // namespace
