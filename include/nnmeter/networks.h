@@ -59,8 +59,8 @@ std::vector<std::string> network_sample_families();
 // `count` (1-100000) per-layer random variants of `family`, as nn-Meter's dataset has them: each draws its
 // architecture among the family's, its input resolution, every stage's width (x0.5-1.5), depth, kernel sizes,
 // expansion ratios and SE on or off within the architecture's space (a NAS space's own choices). Variant i of a
-// seed is the same whatever the count, so a larger count extends a smaller one. Throws Error naming the families
-// for an unknown one, and for a count out of range.
+// seed is the same whatever the count, so a larger count extends a smaller one. Family "all": `count` variants
+// of each family. Throws Error naming the families for an unknown one, and for a count out of range.
 NetworkSet sample_network_set(const std::string& family, int64_t count, uint32_t seed);
 // A sample by name, as SAMPLE_MODELS and CALIBRATION_NETWORKS take one: "sample:FAMILY:COUNT:SEED" (e.g.
 // "sample:ofa_mobilenet_v3:40:1"); nullopt for any other text. Throws Error for a malformed one, an unknown family,

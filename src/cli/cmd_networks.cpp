@@ -82,9 +82,11 @@ void add_networks_commands(CLI::App& app, Context& ctx) {
   CLI::App* sm = cmd->add_subcommand("sample", "write per-layer random variants of an architecture family or NAS space "
                                                "as ONNX: each stage's width, depth, kernels, expansions and SE drawn "
                                                "within the family's space (files already there are kept)");
-  sm->add_option("--family", args->family, "the family (nn-meter networks list)")
+  std::vector<std::string> families = network_sample_families();
+  families.push_back("all");
+  sm->add_option("--family", args->family, "the family (nn-meter networks list), or all: --count of each")
       ->required()
-      ->check(CLI::IsMember(network_sample_families()));
+      ->check(CLI::IsMember(families));
   sm->add_option("--count", args->count, "how many variants (variant i of a seed is the same whatever the count)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{100000}));

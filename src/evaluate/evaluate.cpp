@@ -566,6 +566,14 @@ std::string EvaluateReport::to_table() const {
     out += fmt::format("ranking: Kendall tau {:.3f}, Spearman {:.3f}; the two halves of the repeats rank them with tau {}\n",
                        *s.kendall_tau, s.spearman.value_or(0),
                        s.repeatability.kendall_tau ? fmt::format("{:.3f}", *s.repeatability.kendall_tau) : "-");
+  // Per family: a NAS search ranks the candidates of one space, so each family's ranking is its own figure.
+  if (by_family.size() >= 2) {
+    out += "per family: models, within ±10%, within ±5%, Kendall tau (the two halves' tau)\n";
+    const auto tau = [](const std::optional<double>& t) { return t ? fmt::format("{:.3f}", *t) : std::string("-"); };
+    for (const auto& [family, f] : by_family)
+      out += fmt::format("  {:<20} {:>3} {:>7.1f}% {:>7.1f}% {:>7} ({})\n", family, f.models, 100 * f.within10,
+                         100 * f.within5, tau(f.kendall_tau), tau(f.repeatability.kendall_tau));
+  }
   if (s.interval_coverage)
     out += fmt::format("the predictions' 90% interval holds the measured latency for {:.1f}% of the {} models that have one\n",
                        100 * *s.interval_coverage, s.interval_models);

@@ -38,9 +38,18 @@ std::vector<std::string> network_sample_families() {
 
 NetworkSet sample_network_set(const std::string& family, int64_t count, uint32_t seed) {
   const auto families = network_sample_families();
-  if (std::find(families.begin(), families.end(), family) == families.end())
-    throw Error(fmt::format("unknown network family '{}' (known: {})", family, fmt::join(families, ", ")));
+  if (family != "all" && std::find(families.begin(), families.end(), family) == families.end())
+    throw Error(fmt::format("unknown network family '{}' (known: all, {})", family, fmt::join(families, ", ")));
   if (count < 1 || count > 100000) throw Error(fmt::format("a sample's count must be in [1, 100000], got {}", count));
+  if (family == "all") {
+    NetworkSet set{fmt::format("all-s{}", seed),
+                   fmt::format("{} per-layer random variants of each family (seed {})", count, seed), {}};
+    for (const auto& f : families) {
+      NetworkSet one = sample_network_set(f, count, seed);
+      set.networks.insert(set.networks.end(), one.networks.begin(), one.networks.end());
+    }
+    return set;
+  }
   std::vector<std::string> members;
   for (const auto& name : buildable())
     if (network_family(name) == family) members.push_back(name);

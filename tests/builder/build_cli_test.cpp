@@ -544,7 +544,7 @@ TEST(BuildCli, SampleModelsThatCannotBeReadFailBeforeAnyWork) {
                             "(sample:FAMILY:COUNT:SEED) nor a file or folder (relative paths start at the workspace "
                             "folder " + (tmp / "ws").string()},
            {"[sample:resnet:2]", "SAMPLE_MODELS: 'sample:resnet:2' is not a sample: write sample:FAMILY:COUNT:SEED"},
-           {"[sample:lenet:2:1]", "SAMPLE_MODELS: unknown network family 'lenet' (known: alexnet"},
+           {"[sample:lenet:2:1]", "SAMPLE_MODELS: unknown network family 'lenet' (known: all, alexnet"},
            {"[sample:resnet:0:1]", "SAMPLE_MODELS: a sample's count must be in [1, 100000], got 0"},
            {"[sample:resnet:2:20261207]", "seed 20261207 draws the sealed test split (sealed-test)"},
            {"[../empty]", "SAMPLE_MODELS folder " + (tmp / "ws" / ".." / "empty").string() + " holds no .onnx file"},

@@ -116,6 +116,10 @@ TEST_F(EvaluateCli, ScoresEveryModelAgainstRepeatsAndResumes) {
   EXPECT_TRUE(contains(more.out, "2 of 3 models scored: RMSPE ")) << more.out;
   EXPECT_TRUE(contains(more.out, "measurement repeatability (two halves of 3 repeats, min each)")) << more.out;
   EXPECT_TRUE(contains(more.out, "ranking: Kendall tau ")) << more.out;
+  // Each family's figure: one network of resnet, none of the broken one's scored, too few to rank.
+  EXPECT_TRUE(contains(more.out, "per family: models, within ±10%, within ±5%, Kendall tau (the two halves' tau)")) << more.out;
+  EXPECT_TRUE(contains(more.out, "  resnet                 1 ")) << more.out;
+  EXPECT_TRUE(contains(more.out, "  zz_broken              0 ")) << more.out;
   EXPECT_TRUE(contains(more.out, "Report: " + (work / "eval" / "report.html").string())) << more.out;
 }
 

@@ -99,7 +99,7 @@ TEST(CreatePresets, AnOverrideInTheWorkspaceFileWins) {
   EXPECT_EQ(kernels["dwconv-bn-relu"]["INIT_SAMPLE_NUM"], 80);
   EXPECT_EQ(kernels.size(), 13u);
   EXPECT_EQ(loaded.predictorbuild_config["PRIOR_ROWS_EXCLUDE"], Json::array({"resnet18"}));
-  EXPECT_EQ(loaded.predictorbuild_config["CALIBRATION_NETWORKS"], Json::array({"calibration"}));
+  EXPECT_EQ(loaded.predictorbuild_config["CALIBRATION_NETWORKS"], Json::array({"sample:all:2:4"}));
   EXPECT_EQ(loaded.backend_config["REPEATS"], 3);
   EXPECT_EQ(loaded.backend_config["NUM_RUNS"], 10);
 

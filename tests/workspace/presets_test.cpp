@@ -37,6 +37,7 @@ TEST(Presets, KernelsAreKnownAndSetsExistAndAreNeverScored) {
   // What the accuracy benches and the main job score predictors on.
   std::set<std::string> scored = files_of("evaluation");
   for (const auto& f : files_of("main-job")) scored.insert(f);
+  for (const auto& f : files_of(kSealedTestSet)) scored.insert(f);
   for (const auto& p : workspace_presets()) {
     SCOPED_TRACE(p.name);
     const Json config = io::yaml_to_json(p.predictorbuild_yaml, p.name);
@@ -52,6 +53,10 @@ TEST(Presets, KernelsAreKnownAndSetsExistAndAreNeverScored) {
       if (!config.contains(key)) continue;
       for (const auto& entry : config.at(key)) {
         const std::string name = entry.get<std::string>();
+        if (const auto sample = parse_network_sample(name)) {
+          for (const auto& n : sample->networks) EXPECT_FALSE(scored.count(n.file_name())) << name << " holds " << n.file_name();
+          continue;
+        }
         const auto& sets = network_sets();
         if (std::none_of(sets.begin(), sets.end(), [&](const NetworkSet& s) { return s.name == name; })) {
           // A folder of PyTorch exports: the preset says how to write it (the Python side tests that set).
@@ -80,7 +85,7 @@ TEST(Presets, TheirRecipesAreThoseOfTheBenchmarkedRuns) {
   EXPECT_EQ(quick.kernel("conv-bn-relu").iteration, 2);
   EXPECT_EQ(quick.prior_rows, 0.3);
   EXPECT_TRUE(quick.prior_rows_exclude.empty()) << "what to leave out depends on what a user evaluates on";
-  EXPECT_EQ(quick.calibration_networks, std::vector<fs::path>{"calibration"});
+  EXPECT_EQ(quick.calibration_networks, std::vector<fs::path>{"sample:all:2:4"});
   EXPECT_EQ(quick.regressor, RegressorMode::gbdt);
 
   const PredictorBuildConfig accurate = typed("accurate");
