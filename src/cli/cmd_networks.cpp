@@ -43,10 +43,12 @@ void export_set(const Context& ctx, const std::string& name, const std::string& 
 void sample(const Context& ctx, const std::string& family, int64_t count, uint32_t seed, const std::string& out) {
   const NetworkSet set = sample_network_set(family, count, seed);
   const NetworkExport e = export_network_set(set, out, !ctx.json);
-  for (const auto& [file, why] : e.skipped) spdlog::warn("skipped {}: {}", file, why);
   Json files = Json::array(), skipped = Json::array();
   for (const auto& f : e.files) files.push_back(f.string());
-  for (const auto& [file, why] : e.skipped) skipped.push_back({{"file", file}, {"error", why}});
+  for (const auto& [file, why] : e.skipped) {
+    spdlog::warn("skipped {}: {}", file, why);
+    skipped.push_back({{"file", file}, {"error", why}});
+  }
   std::string line = fmt::format("{} variants of {} (seed {}) in {} ({} written, {} already there)", e.files.size(),
                                  family, seed, out, e.written.size(), e.kept.size());
   if (!e.skipped.empty()) line += fmt::format("; {} of {} would not build and were skipped", e.skipped.size(), count);
