@@ -188,6 +188,19 @@ TEST(NetworkSamples, EveryFamilyDrawsVariantsThatLoadAndDifferLayerByLayer) {
   EXPECT_TRUE(contains(error_of([] { sample_network_set("resnet", 0, 0); }), "count must be in [1, 100000], got 0"));
 }
 
+// A network that does not build is named and skipped; the rest of the set is written.
+TEST(NetworkSets, ANetworkThatDoesNotBuildIsNamedAndSkipped) {
+  TempDir dir;
+  const NetworkSet set{"mixed", "one network too small for its stem", {{"mobilenet_v2", 32, 0.25}, {"alexnet", 40, 1.0}}};
+  const NetworkExport e = export_network_set(set, dir / "out");
+  ASSERT_EQ(e.files.size(), 1u);
+  EXPECT_EQ(e.files[0].filename(), "mobilenet_v2_r32_w0.25.onnx");
+  ASSERT_EQ(e.skipped.size(), 1u);
+  EXPECT_EQ(e.skipped[0].first, "alexnet_r40_w1.onnx");
+  EXPECT_TRUE(contains(e.skipped[0].second, "does not fit")) << e.skipped[0].second;
+  EXPECT_FALSE(fs::exists(dir / "out" / "alexnet_r40_w1.onnx"));
+}
+
 TEST(NetworksCli, ListsExportsAndRefusesAnUnknownSet) {
   TempDir home;
   const CliResult list = run_cli({"networks", "list"}, home.path());
